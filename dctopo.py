@@ -1,0 +1,117 @@
+"""Datacenter topologies as plain data (Mininet `Topo` subclasses).
+
+A topology only describes: node names, roles, addresses and links with port
+numbers. A fabric (see `harness/fabric_l3.py`) builds the network from it.
+
+FatTree(k), after Al-Fares et al. (SIGCOMM 2008), k even:
+
+  * k pods; each pod has k/2 edge and k/2 aggregation switches.
+  * (k/2)^2 core switches; core j links to aggregation switch j // (k/2)
+    of every pod.
+  * k/2 hosts under every edge switch: k^3/4 hosts, 5k^2/4 switches.
+
+Names and addresses (deterministic; p = pod, e = edge index, a = aggregation
+index, i = host index, all from 0):
+
+  =========  =================  =====================================
+  node       name               address
+  =========  =================  =====================================
+  host       h{p}_{e}_{i}       10.p.e.(i+2)        on h..-eth0
+  edge       e{p}_{e}           10.p.e.1            router id
+  agg        a{p}_{a}           10.p.(k/2+a).1      router id
+  core       c{j}               10.k.(j//(k/2)+1).(j%(k/2)+1)  router id
+  =========  =================  =====================================
+
+Interface names are `<node>-eth<port>`. Port numbers: a host's port 0 faces
+its edge switch; an edge switch's ports 0..k/2-1 face its hosts and
+k/2..k-1 its aggregation switches; an aggregation switch's ports 0..k/2-1
+face the pod's edge switches and k/2..k-1 the core; core ports are the pods.
+
+A host may carry several interfaces: each link's `params1`/`params2` holds the
+address of the interface at that end (`{'ip': '10.0.0.2/32'}`), as Mininet
+does, so a multi-homed host simply has several links with addresses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mininet.topo import Topo
+
+
+def intf_name(node: str, port: int) -> str:
+    """The interface name of `node`'s `port` (Mininet's convention)."""
+    return f"{node}-eth{port}"
+
+
+@dataclass(frozen=True)
+class Interface:
+    """One end of a link, as the fabric needs it."""
+    node: str
+    port: int
+    name: str
+    peer: str
+    peer_port: int
+    ip: str | None       # "10.0.0.2/32" or None for an unnumbered port
+
+
+class DCTopo(Topo):
+    """A Topo whose hosts have addressed interfaces and whose switches have
+    router ids: enough for both the kernel-routing and OpenFlow fabrics."""
+
+    def interfaces(self, node: str) -> list[Interface]:
+        """Every interface of `node`, by port number."""
+        found = []
+        for _, _, info in self.links(withInfo=True):
+            for end, other in ((1, 2), (2, 1)):
+                if info[f"node{end}"] == node:
+                    port = info[f"port{end}"]
+                    found.append(Interface(
+                        node=node, port=port, name=intf_name(node, port),
+                        peer=info[f"node{other}"], peer_port=info[f"port{other}"],
+                        ip=info.get(f"params{end}", {}).get("ip")))
+        return sorted(found, key=lambda i: i.port)
+
+    def host_addresses(self, host: str) -> list[str]:
+        """Addresses (without prefix length) of a host's interfaces, by port."""
+        return [i.ip.split("/")[0] for i in self.interfaces(host) if i.ip]
+
+    def role(self, node: str) -> str:
+        return self.nodeInfo(node)["role"]
+
+
+class FatTree(DCTopo):
+    """The k-ary FatTree of the paper (Section 4.1 and Fig. 2-3)."""
+
+    def build(self, k: int = 4):
+        if k < 2 or k % 2:
+            raise ValueError(f"FatTree needs an even k, got {k}")
+        self.k = k
+        half = k // 2
+        cores = [self.addSwitch(f"c{j}", role="core", dpid=_dpid(3, 0, j),
+                                router_id=f"10.{k}.{j // half + 1}.{j % half + 1}")
+                 for j in range(half * half)]
+        for p in range(k):
+            aggs = [self.addSwitch(f"a{p}_{a}", role="agg", pod=p, dpid=_dpid(2, p, a),
+                                   router_id=f"10.{p}.{half + a}.1")
+                    for a in range(half)]
+            for e in range(half):
+                edge = self.addSwitch(f"e{p}_{e}", role="edge", pod=p, dpid=_dpid(1, p, e),
+                                      router_id=f"10.{p}.{e}.1")
+                for i in range(half):
+                    host = self.addHost(f"h{p}_{e}_{i}", role="host", pod=p)
+                    self.addLink(host, edge, port1=0, port2=i,
+                                 params1={"ip": f"10.{p}.{e}.{i + 2}/32"})
+                for a, agg in enumerate(aggs):
+                    self.addLink(edge, agg, port1=half + a, port2=e)
+            for a, agg in enumerate(aggs):
+                for c in range(half):
+                    j = a * half + c
+                    self.addLink(agg, cores[j], port1=half + c, port2=p)
+
+
+def _dpid(tier: int, pod: int, index: int) -> str:
+    """A 16-hex-digit OpenFlow datapath id that encodes tier, pod and index."""
+    return f"{tier:04x}{pod:06x}{index:06x}"
+
+
+TOPOLOGIES = {"ft": FatTree}

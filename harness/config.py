@@ -1,0 +1,118 @@
+"""The typed description of a sweep and of one run, passed down to every stage.
+
+Nothing below reads globals or the command line: the CLI builds a
+`SweepConfig`, the sweep derives one `RunConfig` per subflow count, and each
+`RunConfig` is written verbatim into its run.json.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
+FABRICS = ("l3",)
+# Uncoupled algorithms the kernel ships; coupled ones (BPF) arrive with kernel/.
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
+
+
+class ConfigError(ValueError):
+    """Bad input: reported in one line, exit status 2, nothing started."""
+
+
+@dataclass(frozen=True)
+class LinkParams:
+    """What every link of the fabric is shaped to, in both directions."""
+    bw_mbps: float = 10.0
+    queue_pkts: int = 100
+    # Segmentation offloads on the hosts' interfaces. Off, every packet in the
+    # fabric is one MTU frame, so a queue limit in packets means packets.
+    offload: bool = False
+
+    def validate(self) -> None:
+        if not 0.01 <= self.bw_mbps <= 10000:
+            raise ConfigError(f"--bw {self.bw_mbps}: link rate must be within 0.01..10000 Mb/s")
+        if not 2 <= self.queue_pkts <= 100000:
+            raise ConfigError(f"--queue {self.queue_pkts}: queue length must be within 2..100000 packets")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run: one topology, one workload, one subflow count."""
+    k: int
+    workload: str
+    subflows: int              # 1 means plain TCP, 2..8 MPTCP
+    link: LinkParams
+    time_s: float
+    seed: int
+    fabric: str
+    cc: str
+
+    @property
+    def topology(self) -> str:
+        return f"ft{self.k}"
+
+    def run_dir(self, results: Path) -> Path:
+        return results / self.topology / self.workload / f"flows{self.subflows}"
+
+    def as_record(self) -> dict:
+        """The `config` object of run.json (flat, as the README documents it)."""
+        return {
+            "topology": self.topology,
+            "k": self.k,
+            "workload": self.workload,
+            "subflows": self.subflows,
+            "bw_mbps": self.link.bw_mbps,
+            "queue_pkts": self.link.queue_pkts,
+            "offload": self.link.offload,
+            "time_s": self.time_s,
+            "seed": self.seed,
+            "fabric": self.fabric,
+            "cc": self.cc,
+        }
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """Everything `run_mptcp.sh` was asked to do."""
+    k: int
+    workloads: tuple[str, ...] = ("one_to_one",)
+    subflows: tuple[int, ...] = tuple(range(1, MAX_SUBFLOWS + 1))
+    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float = 40.0
+    seed: int = 0
+    fabric: str = "l3"
+    cc: str = "reno"
+    results: Path = Path("results")
+
+    def validate(self) -> None:
+        if self.k < 4 or self.k % 2:
+            raise ConfigError(f"k={self.k}: the FatTree arity must be an even number >= 4")
+        if self.k > 16:
+            raise ConfigError(f"k={self.k}: at most k=16 ({16**3 // 4} hosts) is supported")
+        for w in self.workloads:
+            if w not in WORKLOADS:
+                raise ConfigError(f"unknown workload {w!r}: choose one of {', '.join(WORKLOADS)} or all")
+        if not self.subflows:
+            raise ConfigError("--subflows: give at least one subflow count")
+        for n in self.subflows:
+            if not 1 <= n <= MAX_SUBFLOWS:
+                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
+                                  f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
+        if not 2 <= self.time_s <= 3600:
+            raise ConfigError(f"--time {self.time_s}: run length must be within 2..3600 s")
+        if self.fabric not in FABRICS:
+            raise ConfigError(f"unknown fabric {self.fabric!r}: choose one of {', '.join(FABRICS)}")
+        if self.cc not in CONGESTION_CONTROLS:
+            raise ConfigError(f"unknown congestion control {self.cc!r}: choose one of "
+                              f"{', '.join(CONGESTION_CONTROLS)}")
+        self.link.validate()
+
+    def runs(self) -> list[RunConfig]:
+        return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.time_s,
+                          seed=self.seed, fabric=self.fabric, cc=self.cc)
+                for w in self.workloads for n in self.subflows]
+
+    def replace(self, **changes) -> "SweepConfig":
+        return dataclasses.replace(self, **changes)

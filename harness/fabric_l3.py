@@ -1,0 +1,104 @@
+"""The kernel-routing fabric (`--fabric l3`): every switch is a Linux router.
+
+Each switch forwards in its own namespace with one /32 route per host
+address; where several neighbours lie on shortest paths to that host the route
+is multipath, and the kernel picks a next hop by hashing each packet's
+headers, as ECMP in a modern Clos fabric does.
+
+Two settings make the hash spread (DESIGN.md, "ECMP hash polarization"):
+  * `fib_multipath_hash_policy=3` with fields 0x37 (source and destination
+    address, protocol, source and destination port) hashes the headers. The
+    default policies reuse the flow hash the sending socket stored on the skb,
+    which survives veth hops, so every tier would make the same choice.
+  * a distinct `fib_multipath_hash_seed` per router, so that two tiers do not
+    map the same 5-tuple to the same port index.
+
+Links between routers are unnumbered: a router's id (dctopo) sits on its
+loopback and neighbours reach it with `via <id> dev <port> onlink`.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+
+from dctopo import Interface
+from harness.fabric import Fabric, _batch, _sysctl, common_sysctls
+
+# addresses, protocol, ports (see ip-sysctl.rst, fib_multipath_hash_fields)
+HASH_FIELDS_5TUPLE = "0x0037"
+
+
+class L3Fabric(Fabric):
+    name = "l3"
+
+    def gateway(self, intf: Interface) -> str:
+        return self.topo.nodeInfo(intf.peer)["router_id"]
+
+    def switch_script(self, switch: str) -> list[str]:
+        sysctls = {
+            **common_sysctls(),
+            "net.ipv4.ip_forward": "1",
+            "net.ipv4.fib_multipath_hash_policy": "3",
+            "net.ipv4.fib_multipath_hash_fields": HASH_FIELDS_5TUPLE,
+            "net.ipv4.fib_multipath_hash_seed": str(self.hash_seed(switch)),
+        }
+        router_id = self.topo.nodeInfo(switch)["router_id"]
+        ip_lines = ["link set lo up", f"addr add {router_id}/32 dev lo"]
+        ip_lines += [f"link set {i.name} up" for i in self.topo.interfaces(switch)]
+        ip_lines += self.route_lines(switch)
+        return [*_sysctl(sysctls), *_batch("ip", ip_lines), *_batch("tc", self.shaping_lines(switch))]
+
+    def hash_seed(self, switch: str) -> int:
+        """A per-router seed, stable for a given sweep seed (u32, nonzero)."""
+        digest = hashlib.sha256(f"{self.seed}:{switch}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") or 1
+
+    def route_lines(self, switch: str) -> list[str]:
+        lines = []
+        for dest_ip, hops in sorted(self.next_hops()[switch].items()):
+            lines.append(f"route replace {dest_ip}/32 " + " ".join(
+                self._nexthop(intf, len(hops) > 1) for intf in hops))
+        return lines
+
+    def _nexthop(self, intf: Interface, multipath: bool) -> str:
+        if not self.topo.isSwitch(intf.peer):
+            # The host itself: on-link, the router ARPs for it.
+            return f"dev {intf.name} scope link"
+        prefix = "nexthop " if multipath else ""
+        return f"{prefix}via {self.topo.nodeInfo(intf.peer)['router_id']} dev {intf.name} onlink"
+
+    def next_hops(self) -> dict[str, dict[str, list[Interface]]]:
+        """switch -> host address -> the switch's interfaces on shortest paths.
+
+        Breadth-first search from every host interface over switches only
+        (hosts never forward). Computed once per fabric.
+        """
+        if getattr(self, "_next_hops", None) is not None:
+            return self._next_hops
+        switches = set(self.topo.switches())
+        intfs = {n: self.topo.interfaces(n) for n in self.topo.nodes()}
+        table: dict[str, dict[str, list[Interface]]] = {s: {} for s in switches}
+        for host in self.topo.hosts():
+            for h_intf in intfs[host]:
+                if not h_intf.ip:
+                    continue
+                dest = h_intf.ip.split("/")[0]
+                dist = {h_intf.peer: 0}
+                queue = deque([h_intf.peer])
+                while queue:
+                    node = queue.popleft()
+                    for i in intfs[node]:
+                        if i.peer in switches and i.peer not in dist:
+                            dist[i.peer] = dist[node] + 1
+                            queue.append(i.peer)
+                for sw, d in dist.items():
+                    if d == 0:
+                        hops = [i for i in intfs[sw] if i.peer == host and i.peer_port == h_intf.port]
+                    else:
+                        hops = [i for i in intfs[sw] if dist.get(i.peer) == d - 1]
+                    table[sw][dest] = hops
+        self._next_hops = table
+        return table
+
+
+FABRICS = {L3Fabric.name: L3Fabric}

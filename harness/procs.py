@@ -1,0 +1,122 @@
+"""Every process the harness starts: started with a timeout or tracked by PID.
+
+Rules this module enforces:
+  * `run()` always has a timeout and raises with the command's stderr on
+    failure (no "log and go on").
+  * `ProcessTracker.spawn()` starts a long-lived process in its own session,
+    with PR_SET_PDEATHSIG so that the kernel kills it if the harness dies
+    without cleaning up (SIGKILL, crash in C code). `stop_all()` ends exactly
+    the processes it started, by PID, never by name.
+  * Spawn only from the main thread: PDEATHSIG fires when the *thread* that
+    forked the child exits.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class CommandError(RuntimeError):
+    pass
+
+
+def in_netns(ns_pid: int | None, argv: list[str]) -> list[str]:
+    """The argv that runs `argv` in the network namespace of process ns_pid
+    (Mininet's mnexec attaches to the namespaces of a running node)."""
+    return argv if ns_pid is None else ["mnexec", "-a", str(ns_pid), *argv]
+
+
+def run(argv: list[str], timeout: float, ns_pid: int | None = None,
+        input: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a short command to completion; raise CommandError on failure."""
+    full = in_netns(ns_pid, argv)
+    try:
+        done = subprocess.run(full, input=input, capture_output=True, text=True,
+                              timeout=timeout, preexec_fn=_die_with_parent)
+    except subprocess.TimeoutExpired as exc:
+        raise CommandError(f"timed out after {timeout:g} s: {' '.join(full)}") from exc
+    if check and done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise CommandError(f"{' '.join(full[:6])}... exited {done.returncode}: "
+                           f"{detail[-1] if detail else 'no output'}")
+    return done
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _new_session_and_die_with_parent() -> None:
+    os.setsid()
+    _die_with_parent()
+
+
+@dataclass
+class Tracked:
+    label: str
+    proc: subprocess.Popen
+    deadline: float | None = None
+
+
+@dataclass
+class ProcessTracker:
+    """The processes of one sweep, by PID."""
+    procs: list[Tracked] = field(default_factory=list)
+
+    def spawn(self, label: str, argv: list[str], ns_pid: int | None = None,
+              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+              env: dict | None = None, lifetime: float | None = None) -> subprocess.Popen:
+        """Start a process; `lifetime` seconds after which `reap()` kills it."""
+        proc = subprocess.Popen(in_netns(ns_pid, argv), stdin=subprocess.DEVNULL,
+                                stdout=stdout, stderr=stderr, env=env,
+                                preexec_fn=_new_session_and_die_with_parent)
+        deadline = time.monotonic() + lifetime if lifetime else None
+        self.procs.append(Tracked(label, proc, deadline))
+        return proc
+
+    def wait(self, procs: list[subprocess.Popen], deadline: float) -> list[subprocess.Popen]:
+        """Wait until every process exits or the deadline passes; return the
+        ones still running at the deadline (the caller decides what that means)."""
+        pending = list(procs)
+        while pending and time.monotonic() < deadline:
+            pending = [p for p in pending if p.poll() is None]
+            if pending:
+                time.sleep(0.1)
+        return pending
+
+    def stop(self, procs: list[subprocess.Popen], grace: float = 2.0) -> None:
+        """SIGTERM the process groups, then SIGKILL what is left after `grace`."""
+        live = [p for p in procs if p.poll() is None]
+        for p in live:
+            _signal_group(p, signal.SIGTERM)
+        for p in self.wait(live, time.monotonic() + grace):
+            _signal_group(p, signal.SIGKILL)
+        for p in live:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass  # unkillable (D state): nothing more we can do by PID
+        ids = {id(p) for p in procs}
+        self.procs = [t for t in self.procs if id(t.proc) not in ids]
+
+    def stop_all(self) -> None:
+        self.stop([t.proc for t in self.procs])
+
+    def running(self) -> list[Tracked]:
+        return [t for t in self.procs if t.proc.poll() is None]
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    # Each spawned process leads its own session and process group, so the
+    # group id is its PID: this reaches its children and nothing else.
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass

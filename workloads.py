@@ -1,0 +1,115 @@
+"""Traffic matrices: who sends a long-lived flow to whom.
+
+Every matrix is a pure function of (hosts, seed): the same seed gives the same
+flows, so one mapping serves every subflow count of a sweep. The sweep writes
+the mapping to `results/<topology>/<workload>/matrix.json` and reuses it when a
+single subflow count is rerun later.
+
+  one_to_one      a permutation: every host sends one flow and receives one,
+                  never to itself (the paper's "permutation" matrix).
+  one_to_several  every host serves CLIENTS_PER_SERVER distinct clients and is
+                  itself a client of as many servers (2013 reproduction).
+  all_to_all      every ordered pair of distinct hosts.
+
+`optimal_mbps` is each flow's share of its host links on a non-blocking
+fabric: the link rate divided by the larger of the sender's fan-out and the
+receiver's fan-in. For these regular matrices that is exactly the max-min
+fair rate, so "% of optimal" is comparable across workloads.
+"""
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+CLIENTS_PER_SERVER = 4
+
+
+@dataclass(frozen=True)
+class Flow:
+    src: str
+    dst: str
+
+
+@dataclass(frozen=True)
+class TrafficMatrix:
+    workload: str
+    seed: int
+    flows: tuple[Flow, ...]
+
+    def share(self, flow: Flow) -> float:
+        """The fraction of a host link this flow gets when the fabric is perfect."""
+        fan_out = Counter(f.src for f in self.flows)
+        fan_in = Counter(f.dst for f in self.flows)
+        return 1.0 / max(fan_out[flow.src], fan_in[flow.dst])
+
+    def to_record(self) -> dict:
+        return {"workload": self.workload, "seed": self.seed,
+                "flows": [[f.src, f.dst] for f in self.flows]}
+
+    @classmethod
+    def from_record(cls, rec: dict) -> "TrafficMatrix":
+        return cls(rec["workload"], int(rec["seed"]),
+                   tuple(Flow(s, d) for s, d in rec["flows"]))
+
+
+def one_to_one(hosts: list[str], rng: random.Random) -> list[Flow]:
+    """A uniformly random derangement: shuffle until no host maps to itself
+    (e ~ 2.7 tries on average)."""
+    while True:
+        targets = list(hosts)
+        rng.shuffle(targets)
+        if all(s != d for s, d in zip(hosts, targets)):
+            return [Flow(s, d) for s, d in zip(hosts, targets)]
+
+
+def one_to_several(hosts: list[str], rng: random.Random,
+                   clients: int = CLIENTS_PER_SERVER) -> list[Flow]:
+    """Put the hosts on a random circle; each serves the next `clients` hosts."""
+    if len(hosts) <= clients:
+        raise ValueError(f"one_to_several needs more than {clients} hosts")
+    ring = list(hosts)
+    rng.shuffle(ring)
+    n = len(ring)
+    return [Flow(ring[(i + j) % n], ring[i]) for i in range(n) for j in range(1, clients + 1)]
+
+
+def all_to_all(hosts: list[str], rng: random.Random) -> list[Flow]:
+    return [Flow(s, d) for s in hosts for d in hosts if s != d]
+
+
+MATRICES = {"one_to_one": one_to_one, "one_to_several": one_to_several, "all_to_all": all_to_all}
+
+
+def flow_count(workload: str, n_hosts: int) -> int:
+    """How many flows a matrix has, without drawing it (for input checks)."""
+    return {"one_to_one": n_hosts,
+            "one_to_several": n_hosts * CLIENTS_PER_SERVER,
+            "all_to_all": n_hosts * (n_hosts - 1)}[workload]
+
+
+def make_matrix(workload: str, hosts: list[str], seed: int) -> TrafficMatrix:
+    if workload not in MATRICES:
+        raise ValueError(f"unknown workload {workload!r}")
+    rng = random.Random(f"{workload}:{seed}")
+    return TrafficMatrix(workload, seed, tuple(MATRICES[workload](sorted(hosts), rng)))
+
+
+def load_or_make(path: Path, workload: str, hosts: list[str], seed: int) -> TrafficMatrix:
+    """Reuse the mapping saved for this workload and seed, or draw and save it."""
+    if path.exists():
+        try:
+            saved = TrafficMatrix.from_record(json.loads(path.read_text()))
+        except (ValueError, KeyError, TypeError):
+            saved = None
+        if (saved and saved.workload == workload and saved.seed == seed
+                and {h for f in saved.flows for h in (f.src, f.dst)} <= set(hosts)):
+            return saved
+    matrix = make_matrix(workload, hosts, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(matrix.to_record(), indent=1))
+    tmp.replace(path)
+    return matrix
