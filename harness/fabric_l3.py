@@ -30,6 +30,7 @@ HASH_FIELDS_5TUPLE = "0x0037"
 
 class L3Fabric(Fabric):
     name = "l3"
+    _next_hops: dict | None = None
 
     def gateway(self, intf: Interface) -> str:
         return self.topo.nodeInfo(intf.peer)["router_id"]
@@ -73,7 +74,7 @@ class L3Fabric(Fabric):
         Breadth-first search from every host interface over switches only
         (hosts never forward). Computed once per fabric.
         """
-        if getattr(self, "_next_hops", None) is not None:
+        if self._next_hops is not None:
             return self._next_hops
         switches = set(self.topo.switches())
         intfs = {n: self.topo.interfaces(n) for n in self.topo.nodes()}
@@ -100,5 +101,3 @@ class L3Fabric(Fabric):
         self._next_hops = table
         return table
 
-
-FABRICS = {L3Fabric.name: L3Fabric}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the harness needs, and nothing twice: Debian packages that are
+# missing, a virtual environment made from the system Python (so that Debian's
+# Mininet is importable) and the pinned Python packages.
+#   bootstrap.sh          what a run needs
+#   bootstrap.sh --dev    and what the tests need
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps
+              iputils-ping python3 python3-venv)
+requirements=("$here/requirements.txt")
+[ "${1:-}" = "--dev" ] && requirements+=("$here/requirements-dev.txt")
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  log=$(mktemp)
+  if ! { timeout 600 apt-get update -qq && timeout 1200 apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
+    tail -20 "$log" >&2; rm -f "$log"
+    echo "bootstrap: apt-get failed" >&2; exit 1
+  fi
+  rm -f "$log"
+fi
+
+venv="$here/.venv"
+if ! "$venv/bin/python" -c "import mininet.node" 2>/dev/null; then
+  echo "bootstrap: creating $venv from /usr/bin/python3"
+  rm -rf "$venv"
+  timeout 300 /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+
+stamp=$(cat "${requirements[@]}" | sha256sum | cut -c1-16)
+if [ "$(cat "$venv/.requirements-stamp" 2>/dev/null)" != "$stamp" ]; then
+  echo "bootstrap: installing Python packages into $venv"
+  args=()
+  for r in "${requirements[@]}"; do args+=(-r "$r"); done
+  timeout 1200 "$venv/bin/pip" install -q --disable-pip-version-check "${args[@]}"
+  echo "$stamp" >"$venv/.requirements-stamp"
+fi

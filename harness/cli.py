@@ -1,0 +1,128 @@
+"""`run_mptcp.sh K [WORKLOAD|all] [options]`: parse, check, sweep, plot.
+
+Parsing and validation use the standard library only, so `run_mptcp.sh` can
+reject bad input with the system Python before it installs anything.
+Every error a user can cause ends in one line on stderr and exit status 2,
+before any network is built.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from harness.config import (CONGESTION_CONTROLS, FABRICS, MAX_SUBFLOWS, WORKLOADS, ConfigError,
+                            LinkParams, SweepConfig)
+
+PROG = "run_mptcp.sh"
+EXIT_BAD_INPUT = 2
+# A run drives one iperf3 client and one server per flow; beyond this many
+# flows the machine spends itself on processes (all_to_all at k=6: 2862).
+MAX_FLOWS_PER_RUN = 1024
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.")
+    p.add_argument("k", help="FatTree arity (even, >= 4)")
+    p.add_argument("workload", nargs="?", default="one_to_one",
+                   help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
+    p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
+                   help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
+    p.add_argument("--time", type=float, default=40.0, help="seconds of traffic per run (40)")
+    p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+    p.add_argument("--seed", type=int, default=0, help="traffic matrix and hash seed (0)")
+    p.add_argument("--cc", default="reno", help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
+    p.add_argument("--fabric", default="l3", help=f"{', '.join(FABRICS)} (default l3)")
+    p.add_argument("--offload", action="store_true",
+                   help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def parse_subflows(text: str) -> tuple[int, ...]:
+    counts: list[int] = []
+    try:
+        for part in text.split(","):
+            lo, _, hi = part.strip().partition("-")
+            counts += range(int(lo), int(hi or lo) + 1)
+    except ValueError:
+        raise ConfigError(f"--subflows {text!r}: expected numbers like 1,4,8 or 1-8") from None
+    return tuple(dict.fromkeys(counts))
+
+
+def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
+    args = parser().parse_args(argv)
+    try:
+        k = int(args.k)
+    except ValueError:
+        raise ConfigError(f"k={args.k!r}: the FatTree arity must be an even number >= 4") from None
+    workloads = WORKLOADS if args.workload == "all" else (args.workload,)
+    cfg = SweepConfig(k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
+                      link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
+                      time_s=args.time, seed=args.seed, fabric=args.fabric, cc=args.cc,
+                      results=Path(args.results))
+    cfg.validate()
+    check_size(cfg)
+    return cfg, args
+
+
+def check_size(cfg: SweepConfig) -> None:
+    from workloads import flow_count  # stdlib only
+    hosts = cfg.k ** 3 // 4
+    for w in cfg.workloads:
+        n = flow_count(w, hosts)
+        if n > MAX_FLOWS_PER_RUN:
+            raise ConfigError(f"{w} on FatTree({cfg.k}) has {n} flows; a run is capped at "
+                              f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        cfg, args = config_from_args(argv)
+        if args.validate_only:
+            return 0
+        from kernel import preflight
+        preflight.check_all(cfg.cc)
+    except ConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    # Heavy imports only once the input is known to be good.
+    from harness.sweep import Sweep, SweepError
+    _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
+    sweep = Sweep(cfg)
+    try:
+        sweep.run()
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; the network and every process of the sweep were removed, "
+              "finished runs are kept", file=sys.stderr)
+        return 130
+    except SweepError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    import plot
+    from harness.results import ensure_dir, give_to_invoking_user
+    ensure_dir(cfg.results / "plots")
+    status = plot.main([str(cfg.results)])
+    give_to_invoking_user(cfg.results / "plots")
+    return status
+
+
+def _terminate_gracefully_on(*signals) -> None:
+    def handler(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    for s in signals:
+        signal.signal(s, handler)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

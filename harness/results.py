@@ -1,0 +1,87 @@
+"""One self-describing folder per run, replaced atomically.
+
+A run writes into a hidden staging folder beside its final place
+(`.flows8.partial-<pid>`); only when run.json is complete does the staging
+folder take the place of the old run, in one `renameat2(RENAME_EXCHANGE)`.
+A run that is interrupted or crashes leaves its staging folder, which the
+`RunStage` context removes, and the earlier run stays exactly as it was.
+Plotting ignores hidden folders, so a half-written run is never plotted.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+from pathlib import Path
+
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Atomically swap two paths (both must exist)."""
+    if _libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), f"{a} <-> {b}")
+
+
+def write_json(path: Path, data) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+
+
+def give_to_invoking_user(path: Path) -> None:
+    """Under sudo, hand what we wrote back to the user, so that plot.py can
+    redraw without root."""
+    uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
+    if os.geteuid() != 0 or not uid or not gid:
+        return
+    for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        os.lchown(p, int(uid), int(gid))
+
+
+def ensure_dir(path: Path) -> Path:
+    """mkdir -p, giving every folder it creates to the invoking user."""
+    missing = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    path.mkdir(parents=True, exist_ok=True)
+    for p in reversed(missing):
+        give_to_invoking_user(p)
+    return path
+
+
+class RunStage:
+    """`with RunStage(final_dir) as stage:` write files into `stage.path`,
+    then `stage.commit(record)`; leaving without commit discards them."""
+
+    def __init__(self, final: Path):
+        self.final = final
+        self.path = final.with_name(f".{final.name}.partial-{os.getpid()}")
+        self.committed = False
+
+    def __enter__(self) -> "RunStage":
+        ensure_dir(self.final.parent)
+        if self.path.exists():
+            shutil.rmtree(self.path)
+        self.path.mkdir()
+        return self
+
+    def commit(self, record: dict) -> None:
+        write_json(self.path / "run.json", record)
+        give_to_invoking_user(self.path)
+        if self.final.exists():
+            exchange(self.path, self.final)   # self.path now holds the old run
+            shutil.rmtree(self.path)
+        else:
+            os.rename(self.path, self.final)
+        self.committed = True
+
+    def __exit__(self, *exc) -> None:
+        if not self.committed and self.path.exists():
+            shutil.rmtree(self.path, ignore_errors=True)

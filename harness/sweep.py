@@ -1,0 +1,262 @@
+"""A sweep: one network, many runs (workloads x subflow counts).
+
+The network is built once and reconfigured per run (DESIGN.md: rebuilding per
+subflow count costs minutes). Every run lands in its own folder through
+`RunStage`; whatever happens, `finally` stops exactly the processes, path
+manager sockets and namespaces this sweep created.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import mininet.net
+
+from dctopo import FatTree
+from harness.config import RunConfig, SweepConfig
+from harness.fabric import Fabric
+from harness.fabrics import FABRICS
+from harness.procs import ProcessTracker, run
+from harness.results import RunStage, ensure_dir, give_to_invoking_user, write_json
+from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError, assign_ports
+from kernel import transport
+from kernel.mptcp_pm import UserspacePM
+from monitor import CpuMonitor
+from workloads import Flow, TrafficMatrix, load_or_make
+
+SCHEMA = 1
+BASELINE_MAX_S = 10.0
+
+
+class SweepError(RuntimeError):
+    """The sweep cannot go on (the network or the tools failed): exit 1."""
+
+
+class Sweep:
+    def __init__(self, cfg: SweepConfig, say=print):
+        self.cfg = cfg
+        self.say = say
+        self.topo = FatTree(k=cfg.k)
+        self.fabric: Fabric = FABRICS[cfg.fabric](self.topo, cfg.link, seed=cfg.seed)
+        self.procs = ProcessTracker()
+        self.pm = UserspacePM()
+        self.driver = IperfDriver(self.fabric, self.procs)
+        self.baseline_mbps: float | None = None
+        self.environment: dict = {}
+
+    # -- the whole sweep -----------------------------------------------------
+    def run(self) -> list[Path]:
+        runs = self.cfg.runs()
+        written = []
+        try:
+            t0 = time.monotonic()
+            self.fabric.start()
+            self._configure_hosts()
+            self.say(f"built {self.topo.__class__.__name__}({self.cfg.k}) on fabric "
+                     f"{self.fabric.name}: {len(self.fabric.hosts())} hosts, "
+                     f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s")
+            self.environment = self._environment()
+            self.baseline_mbps = self._measure_baseline()
+            started = time.monotonic()
+            for i, rc in enumerate(runs):
+                self._progress(i, len(runs), rc, started)
+                written.append(self.run_one(rc))
+        except TrafficError as exc:
+            raise SweepError(str(exc)) from exc
+        finally:
+            self.close()
+        return written
+
+    def close(self) -> None:
+        self.procs.stop_all()
+        self.pm.close()
+        self.fabric.stop()
+
+    def _progress(self, i: int, total: int, rc: RunConfig, started: float) -> None:
+        label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"
+        eta = ""
+        if i:
+            per_run = (time.monotonic() - started) / i
+            eta = f", ETA {_minutes((total - i) * per_run)}"
+        self.say(f"[{i + 1}/{total}] {rc.topology} {rc.workload} {label}, {rc.time_s:g} s"
+                 f" ({total - i - 1} left{eta})")
+
+    # -- set-up ----------------------------------------------------------------
+    def _configure_hosts(self) -> None:
+        settings = transport.host_sysctls(self.cfg.cc)
+        line = ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in settings.items())]
+        for host in self.fabric.hosts():
+            run(line, timeout=10, ns_pid=self.fabric.pid(host))
+            self.pm.attach(host, self.fabric.pid(host))
+        self.pm.start()
+
+    def _environment(self) -> dict:
+        first = self.fabric.hosts()[0]
+        return {
+            "kernel": platform.release(),
+            "versions": {
+                "iperf3": _first_line(["iperf3", "--version"]),
+                "mininet": mininet.net.VERSION,
+                "python": platform.python_version(),
+                "harness": _first_line(["git", "-C", str(Path(__file__).parent), "rev-parse",
+                                        "--short", "HEAD"]),
+            },
+            "host_sysctls": transport.read_sysctls(self.fabric.pid(first)),
+        }
+
+    def _measure_baseline(self) -> float:
+        """The optimal rate as the 2013 harness defined it: one TCP flow alone
+        on an idle path, across the core, measured with this sweep's links."""
+        hosts = self.fabric.hosts()
+        flow = assign_ports(self.fabric, [Flow(hosts[0], hosts[-1])])
+        seconds = min(BASELINE_MAX_S, self.cfg.time_s)
+        logdir = ensure_dir(self.cfg.results / self.topology_name) / f".baseline-{os.getpid()}"
+        try:
+            [outcome] = self.driver.run(flow, mptcp=False, time_s=seconds, logdir=logdir)
+        finally:
+            shutil.rmtree(logdir, ignore_errors=True)
+        if outcome.error or outcome.goodput_mbps <= 0:
+            raise SweepError(f"baseline flow {hosts[0]} -> {hosts[-1]} failed: "
+                             f"{outcome.error or 'no data arrived'}")
+        self.say(f"baseline: one TCP flow on an idle path carries {outcome.goodput_mbps:.2f} Mb/s "
+                 f"on {self.cfg.link.bw_mbps:g} Mb/s links")
+        return outcome.goodput_mbps
+
+    @property
+    def topology_name(self) -> str:
+        return f"ft{self.cfg.k}"
+
+    # -- one run ---------------------------------------------------------------
+    def run_one(self, rc: RunConfig) -> Path:
+        workload_dir = ensure_dir(self.cfg.results / rc.topology / rc.workload)
+        matrix = load_or_make(workload_dir / "matrix.json", rc.workload, self.fabric.hosts(), rc.seed)
+        give_to_invoking_user(workload_dir / "matrix.json")
+        flows = assign_ports(self.fabric, list(matrix.flows))
+        mptcp = rc.subflows > 1
+        self.pm.reset()
+        self.pm.forget_expansions()
+        if mptcp:
+            for f in flows:
+                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), rc.subflows)
+
+        with RunStage(rc.run_dir(self.cfg.results)) as stage:
+            started_at = time.time()
+            before = self._counters()
+            cpu = CpuMonitor(interval_s=1.0)
+            try:
+                outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
+                                           on_started=cpu.start)
+            finally:
+                cpu.stop()
+            deltas = transport.counter_delta(before, self._counters())
+            cpu.write_csv(stage.path / "cpu.csv")
+            record = self._record(rc, matrix, outcomes, cpu, deltas, started_at)
+            stage.commit(record)
+        s = record["summary"]
+        self.say(f"    mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
+                 f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %"
+                 + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
+        return rc.run_dir(self.cfg.results)
+
+    def _counters(self) -> dict[str, int]:
+        """MPTCP MIB counters summed over every host namespace."""
+        total: dict[str, int] = {}
+        for host in self.fabric.hosts():
+            for k, v in transport.read_netstat(self.fabric.pid(host), ("MPTcpExt",)).items():
+                total[k] = total.get(k, 0) + v
+        return total
+
+    def _subflows(self, f: FlowEndpoints) -> int:
+        """Subflows the kernel reported for this flow's data connection."""
+        counts = [c.subflows_established for c in self.pm.connections()
+                  if not c.server_side and c.saddr == f.src_ip and c.sport == f.client_port
+                  and c.daddr == f.dst_ip and c.dport == f.server_port]
+        return max(counts, default=0)
+
+    def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
+                cpu: CpuMonitor, counters: dict[str, int], started_at: float) -> dict:
+        mptcp = rc.subflows > 1
+        flows = []
+        for o in outcomes:
+            f = o.endpoints
+            optimal = self.baseline_mbps * matrix.share(Flow(f.src, f.dst))
+            flows.append({
+                "src": f.src, "dst": f.dst, "src_ip": f.src_ip, "dst_ip": f.dst_ip,
+                "client_port": f.client_port, "server_port": f.server_port,
+                "goodput_mbps": o.goodput_mbps, "seconds": o.seconds,
+                "optimal_mbps": round(optimal, 4),
+                "pct_optimal": round(100.0 * o.goodput_mbps / optimal, 2),
+                "mptcp": mptcp,
+                "subflows_requested": rc.subflows,
+                "subflows_established": self._subflows(f) if mptcp else (0 if o.error else 1),
+                "error": o.error,
+            })
+        flags = self._flags(rc, flows, outcomes, cpu, counters)
+        pcts = sorted(fl["pct_optimal"] for fl in flows)
+        return {
+            "schema": SCHEMA,
+            "config": rc.as_record(),
+            **self.environment,
+            "started_at": _iso(started_at),
+            "finished_at": _iso(time.time()),
+            "baseline_mbps": self.baseline_mbps,
+            "matrix": matrix.to_record(),
+            "flows": flows,
+            "summary": {
+                "mean_pct": round(statistics.fmean(pcts), 2),
+                "p10_pct": round(_percentile(pcts, 10), 2),
+                "min_pct": round(pcts[0], 2),
+                "aggregate_mbps": round(sum(fl["goodput_mbps"] for fl in flows), 3),
+            },
+            "cpu_mean_pct": cpu.mean_pct(),
+            "kernel_counters": counters,
+            "valid": not flags,
+            "flags": flags,
+        }
+
+    @staticmethod
+    def _flags(rc: RunConfig, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
+               counters: dict[str, int]) -> list[str]:
+        flags = []
+        if any(o.error and not o.timed_out for o in outcomes):
+            flags.append("handshake_failed")
+        if any(o.timed_out for o in outcomes):
+            flags.append("timed_out")
+        if any(fl["goodput_mbps"] <= 0 for fl in flows):
+            flags.append("zero_goodput_flow")
+        if rc.subflows > 1 and any(fl["subflows_established"] < rc.subflows for fl in flows):
+            flags.append("subflows_missing")
+        if rc.subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
+            flags.append("unexpected_mptcp")
+        if cpu.saturated():
+            flags.append("cpu_saturated")
+        return flags
+
+
+def _percentile(sorted_values: list[float], pct: float) -> float:
+    """Nearest-rank percentile (p10 of 16 flows is the 2nd lowest)."""
+    rank = max(1, -(-len(sorted_values) * pct // 100))
+    return sorted_values[int(rank) - 1]
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        return out.stdout.splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def _minutes(seconds: float) -> str:
+    m, s = divmod(int(seconds + 0.5), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+

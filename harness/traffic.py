@@ -1,0 +1,152 @@
+"""Long-lived iperf3 flows, measured at the receiver.
+
+One iperf3 server (one-off, `-1`) per flow on the receiving host and one client
+on the sending host. MPTCP runs wrap both in `mptcpize run` (iperf3 3.12 has
+no --mptcp); TCP runs (one subflow) use plain iperf3, so no MPTCP is involved.
+
+Goodput comes from the server's JSON: bytes that arrived, over the seconds the
+server measured (DESIGN.md: the sender's figures count bytes written into the
+socket buffer, not bytes delivered).
+
+Every flow's client binds a fixed port (`--cport`) so the path manager can
+tell its data connection from iperf3's control connection, which goes to the
+same server port: only the data connection is given extra subflows.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.fabric import Fabric, wait_until
+from harness.procs import ProcessTracker
+from workloads import Flow
+
+SERVER_PORT_BASE = 5201
+CLIENT_PORT_BASE = 40000      # above kernel/transport.py's ephemeral range
+LISTEN_TIMEOUT_S = 10
+CONNECT_TIMEOUT_MS = 5000
+# How long after the planned end a client may take to report before it is
+# killed and its flow marked as timed out.
+FINISH_GRACE_S = 20
+
+
+class TrafficError(RuntimeError):
+    pass
+
+
+@dataclass
+class FlowEndpoints:
+    index: int
+    src: str
+    dst: str
+    src_ip: str
+    dst_ip: str
+    client_port: int
+    server_port: int
+
+
+@dataclass
+class FlowOutcome:
+    endpoints: FlowEndpoints
+    goodput_mbps: float
+    seconds: float
+    error: str | None          # iperf3's own error, or ours (timeout, no result)
+    timed_out: bool
+
+
+def assign_ports(fabric: Fabric, flows: list[Flow]) -> list[FlowEndpoints]:
+    """A distinct server port per flow on its receiver and a distinct client
+    port per flow on its sender, the same for every run of a sweep."""
+    served, sent = defaultdict(int), defaultdict(int)
+    out = []
+    for i, f in enumerate(flows):
+        out.append(FlowEndpoints(i, f.src, f.dst, fabric.host_ip(f.src), fabric.host_ip(f.dst),
+                                 CLIENT_PORT_BASE + sent[f.src], SERVER_PORT_BASE + served[f.dst]))
+        sent[f.src] += 1
+        served[f.dst] += 1
+    return out
+
+
+def listening_ports(ns_pid: int) -> set[int]:
+    """TCP ports in LISTEN state in a namespace (MPTCP listeners included:
+    their first subflow is a TCP listener), read from /proc/PID/net/tcp."""
+    ports = set()
+    with open(f"/proc/{ns_pid}/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[3] == "0A":
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+class IperfDriver:
+    """Runs one set of flows for `time_s` seconds and reports what arrived."""
+
+    def __init__(self, fabric: Fabric, procs: ProcessTracker):
+        self.fabric = fabric
+        self.procs = procs
+
+    def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
+            logdir: Path, on_started=None) -> list[FlowOutcome]:
+        logdir.mkdir(parents=True, exist_ok=True)
+        wrap = ["mptcpize", "run"] if mptcp else []
+        servers = [self.procs.spawn(
+            f"iperf3 server {f.dst}:{f.server_port}",
+            [*wrap, "iperf3", "-s", "-1", "-B", f.dst_ip, "-p", str(f.server_port), "-J",
+             "--logfile", str(logdir / f"{f.index:04d}-server.json")],
+            ns_pid=self.fabric.pid(f.dst)) for f in flows]
+        try:
+            self._wait_listening(flows)
+            clients = [self.procs.spawn(
+                f"iperf3 client {f.src}->{f.dst}",
+                [*wrap, "iperf3", "-c", f.dst_ip, "-p", str(f.server_port),
+                 "-B", f.src_ip, "--cport", str(f.client_port), "-t", f"{time_s:g}", "-J",
+                 "--connect-timeout", str(CONNECT_TIMEOUT_MS),
+                 "--logfile", str(logdir / f"{f.index:04d}-client.json")],
+                ns_pid=self.fabric.pid(f.src)) for f in flows]
+            if on_started:
+                on_started()
+            late = self.procs.wait(clients, time.monotonic() + time_s + FINISH_GRACE_S)
+            self.procs.stop(late)
+            # A server exits once its client's test is over; give it a moment.
+            self.procs.stop(self.procs.wait(servers, time.monotonic() + 5))
+        finally:
+            self.procs.stop(servers)
+        late_ids = {id(p) for p in late}
+        return [self._outcome(f, logdir, id(c) in late_ids) for f, c in zip(flows, clients)]
+
+    def _wait_listening(self, flows: list[FlowEndpoints]) -> None:
+        wanted = defaultdict(set)
+        for f in flows:
+            wanted[f.dst].add(f.server_port)
+
+        def all_listening() -> bool:
+            return all(ports <= listening_ports(self.fabric.pid(h)) for h, ports in wanted.items())
+
+        if not wait_until(all_listening, LISTEN_TIMEOUT_S):
+            raise TrafficError(f"iperf3 servers not listening after {LISTEN_TIMEOUT_S} s")
+
+    @staticmethod
+    def _outcome(f: FlowEndpoints, logdir: Path, timed_out: bool) -> FlowOutcome:
+        server = _read_json(logdir / f"{f.index:04d}-server.json")
+        client = _read_json(logdir / f"{f.index:04d}-client.json")
+        error = (client or {}).get("error") or (server or {}).get("error")
+        received = ((server or {}).get("end") or {}).get("sum_received") or {}
+        seconds = float(received.get("seconds") or 0.0)
+        goodput = 8.0 * received.get("bytes", 0) / seconds / 1e6 if seconds > 0 else 0.0
+        if timed_out:
+            error = error or "client did not finish in time"
+        elif server is None:
+            error = error or "no receiver-side result"
+        return FlowOutcome(f, round(goodput, 4), round(seconds, 3), error, timed_out)
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None

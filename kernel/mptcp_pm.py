@@ -1,0 +1,556 @@
+"""A userspace MPTCP path manager that gives each chosen connection N subflows
+between the same address pair (what the out-of-tree kernel called "ndiffports").
+
+The namespaces must run the userspace path manager (`net.mptcp.pm_type=1`);
+setting that is the caller's job. This module then talks generic netlink to
+the "mptcp_pm" family in every namespace it is attached to:
+
+* it joins the "mptcp_pm_events" multicast group. Besides delivering events,
+  this is what lets the *server* side accept MP_JOINs at all: with the
+  userspace PM the kernel accepts a join only while some socket in that
+  namespace listens to the group (`mptcp_userspace_pm_active()`), so every
+  namespace must be attached, even one that only ever serves;
+* when a client-side connection registered with `expand()` reports
+  MPTCP_EVENT_ESTABLISHED, it issues N-1 MPTCP_PM_CMD_SUBFLOW_CREATE, each
+  from the connection's own local address (id 0, port 0 = ephemeral) to the
+  server's same address and port. ESTABLISHED (not CREATED) is the trigger
+  because the kernel refuses to open subflows before the MPTCP connection is
+  fully established;
+* it keeps one `Connection` record per token it hears about, counting
+  established and closed subflows and failed SUBFLOW_CREATE acks.
+
+Wire formats were checked against include/uapi/linux/mptcp_pm.h and
+net/mptcp/pm_netlink.c / pm_userspace.c; see the constants below. Messages
+are encoded with `struct`: the handful of attributes involved is clearer
+spelled out than wrapped.
+
+Typical use::
+
+    pm = UserspacePM()
+    for host in hosts:
+        pm.attach(host.name, host.pid)
+    pm.start()
+    pm.expand("h1", ("10.0.0.1", 5001), ("10.0.0.2", 5201), subflows=4)
+    ...  # start the server in h2 and the client in h1, bound to port 5001
+    print(pm.connections())
+    pm.close()
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import errno
+import ipaddress
+import logging
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+from dataclasses import dataclass, field
+
+__all__ = ["Connection", "UserspacePM", "MAX_SUBFLOWS"]
+
+log = logging.getLogger(__name__)
+
+# The kernel caps an MPTCP connection's subflows (and PM limits) at 8.
+MAX_SUBFLOWS = 8
+
+# --- netlink / generic netlink (include/uapi/linux/netlink.h, genetlink.h) ---
+NETLINK_GENERIC = 16
+SOL_NETLINK = 270
+NETLINK_ADD_MEMBERSHIP = 1
+NETLINK_CAP_ACK = 10          # errors echo only the header of our request
+NETLINK_EXT_ACK = 11          # ... plus the kernel's text message (extack)
+
+NLM_F_REQUEST = 0x01
+NLM_F_ACK = 0x04
+NLM_F_CAPPED = 0x100          # set on NLMSG_ERROR: original payload omitted
+NLM_F_ACK_TLVS = 0x200        # set on NLMSG_ERROR: extack attributes follow
+NLMSG_ERROR = 2
+NLMSG_DONE = 3
+NLMSGERR_ATTR_MSG = 1
+NLA_F_NESTED = 0x8000
+NLA_TYPE_MASK = 0x3FFF        # strips NLA_F_NESTED / NLA_F_NET_BYTEORDER
+
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_ID = 1
+CTRL_ATTR_FAMILY_NAME = 2
+CTRL_ATTR_MCAST_GROUPS = 7
+CTRL_ATTR_MCAST_GRP_NAME = 1
+CTRL_ATTR_MCAST_GRP_ID = 2
+
+_NLMSGHDR = struct.Struct("=IHHII")   # len, type, flags, seq, portid (host order)
+_GENLMSGHDR = struct.Struct("=BBH")   # cmd, version, reserved
+_NLATTR = struct.Struct("=HH")        # len, type
+
+# --- MPTCP PM family (include/uapi/linux/mptcp_pm.h, uapi/linux/mptcp.h) ---
+MPTCP_PM_NAME = "mptcp_pm"
+MPTCP_PM_VER = 1
+MPTCP_PM_EV_GRP_NAME = "mptcp_pm_events"
+
+MPTCP_PM_CMD_SUBFLOW_CREATE = 10
+
+# Command attributes.
+MPTCP_PM_ATTR_ADDR = 1            # nested MPTCP_PM_ADDR_ATTR_*: local address
+MPTCP_PM_ATTR_TOKEN = 4           # u32, host order
+MPTCP_PM_ATTR_ADDR_REMOTE = 6     # nested MPTCP_PM_ADDR_ATTR_*: remote address
+
+# Address attributes (nested in the two above).
+MPTCP_PM_ADDR_ATTR_FAMILY = 1     # u16
+MPTCP_PM_ADDR_ATTR_ID = 2         # u8
+MPTCP_PM_ADDR_ATTR_ADDR4 = 3      # 4 bytes, network order (nla_get_in_addr)
+MPTCP_PM_ADDR_ATTR_ADDR6 = 4      # 16 bytes, network order
+MPTCP_PM_ADDR_ATTR_PORT = 5       # u16 in HOST order: the kernel does htons(nla_get_u16())
+
+# Event types (the genl "cmd" of a multicast message).
+MPTCP_EVENT_CREATED = 1
+MPTCP_EVENT_ESTABLISHED = 2
+MPTCP_EVENT_CLOSED = 3
+MPTCP_EVENT_SUB_ESTABLISHED = 10
+MPTCP_EVENT_SUB_CLOSED = 11
+
+# Event attributes.
+MPTCP_ATTR_TOKEN = 1              # u32, host order
+MPTCP_ATTR_FAMILY = 2             # u16
+MPTCP_ATTR_SADDR4 = 5             # 4 bytes, network order
+MPTCP_ATTR_SADDR6 = 6
+MPTCP_ATTR_DADDR4 = 7
+MPTCP_ATTR_DADDR6 = 8
+MPTCP_ATTR_SPORT = 9              # u16, BIG-endian (nla_put_be16), unlike ADDR_ATTR_PORT
+MPTCP_ATTR_DPORT = 10             # u16, big-endian
+MPTCP_ATTR_FLAGS = 13             # u16, MPTCP_PM_EV_FLAG_* (newer kernels)
+MPTCP_ATTR_SERVER_SIDE = 18       # u8; deprecated in favour of FLAGS, still sent
+MPTCP_PM_EV_FLAG_SERVER_SIDE = 1 << 1
+
+# --- setns(2) through libc: Python 3.11 has no os.setns ---
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+_POLL_S = 0.1            # how often the daemon thread looks at its stop flag
+_ATTACH_TIMEOUT_S = 2.0  # bound on the synchronous family lookup in attach()
+_RCVBUF = 4 << 20        # events arrive in bursts when many connections start at once
+SO_RCVBUFFORCE = 33      # asm-generic/socket.h; not exported by Python's socket module
+
+
+@dataclass
+class Connection:
+    """What the path manager has seen of one MPTCP connection (one token).
+
+    Addresses and ports are those of the initial subflow, from this
+    namespace's point of view (saddr is local). `subflows_established`
+    counts the initial subflow plus every MPTCP_EVENT_SUB_ESTABLISHED.
+    """
+    ns: str
+    token: int
+    saddr: str = ""
+    sport: int = 0
+    daddr: str = ""
+    dport: int = 0
+    server_side: bool = False
+    subflows_established: int = 1
+    subflows_closed: int = 0
+    create_errors: list[str] = field(default_factory=list)
+    closed: bool = False
+    creates_sent: int = 0     # SUBFLOW_CREATE commands issued for this connection
+
+
+class _NsSocket:
+    """One generic netlink socket living in one network namespace."""
+
+    def __init__(self, name: str, sock: socket.socket):
+        self.name = name
+        self.sock = sock
+        self.family_id = 0
+        self.events_group = 0
+        self.seq = 0
+        # seq of an unacknowledged SUBFLOW_CREATE -> token it was sent for
+        self.pending: dict[int, int] = {}
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def next_seq(self) -> int:
+        self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
+        return self.seq
+
+
+# --- message encoding / decoding ---
+
+def _attr(kind: int, payload: bytes) -> bytes:
+    raw = _NLATTR.pack(_NLATTR.size + len(payload), kind) + payload
+    return raw + b"\0" * (-len(raw) % 4)
+
+
+def _nested(kind: int, *attrs: bytes) -> bytes:
+    return _attr(kind | NLA_F_NESTED, b"".join(attrs))
+
+
+def _genl_msg(family: int, cmd: int, version: int, flags: int, seq: int, attrs: bytes) -> bytes:
+    body = _GENLMSGHDR.pack(cmd, version, 0) + attrs
+    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), family, flags, seq, 0) + body
+
+
+def _parse_attrs(data: bytes) -> dict[int, bytes]:
+    """Flat attribute list -> {type: payload}; the last one of a type wins."""
+    attrs: dict[int, bytes] = {}
+    off = 0
+    while off + _NLATTR.size <= len(data):
+        length, kind = _NLATTR.unpack_from(data, off)
+        if length < _NLATTR.size:
+            break
+        attrs[kind & NLA_TYPE_MASK] = data[off + _NLATTR.size: off + length]
+        off += (length + 3) & ~3
+    return attrs
+
+
+def _split_messages(buf: bytes):
+    """Yield (type, flags, seq, payload) for each netlink message in a datagram."""
+    off = 0
+    while off + _NLMSGHDR.size <= len(buf):
+        length, kind, flags, seq, _pid = _NLMSGHDR.unpack_from(buf, off)
+        if length < _NLMSGHDR.size or off + length > len(buf):
+            break
+        yield kind, flags, seq, buf[off + _NLMSGHDR.size: off + length]
+        off += (length + 3) & ~3
+
+
+def _parse_error(flags: int, payload: bytes) -> tuple[int, int, str]:
+    """NLMSG_ERROR payload -> (errno, seq of the request, extack text)."""
+    (err,) = struct.unpack_from("=i", payload, 0)
+    orig_len, _t, _f, orig_seq, _p = _NLMSGHDR.unpack_from(payload, 4)
+    text = ""
+    if flags & NLM_F_ACK_TLVS:
+        # TLVs follow the echoed request: its header only if CAPPED, else all of it.
+        tlv_off = 4 + (_NLMSGHDR.size if flags & NLM_F_CAPPED else orig_len)
+        msg = _parse_attrs(payload[(tlv_off + 3) & ~3:]).get(NLMSGERR_ATTR_MSG)
+        if msg:
+            text = msg.rstrip(b"\0").decode(errors="replace")
+    return -err, orig_seq, text
+
+
+def _u(payload: bytes) -> int:
+    """Host-order unsigned integer of whatever width the kernel put."""
+    return int.from_bytes(payload, sys.byteorder)
+
+
+def _addr_attrs(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int, with_id: bool) -> list[bytes]:
+    fam = socket.AF_INET if ip.version == 4 else socket.AF_INET6
+    kind = MPTCP_PM_ADDR_ATTR_ADDR4 if ip.version == 4 else MPTCP_PM_ADDR_ATTR_ADDR6
+    attrs = [_attr(MPTCP_PM_ADDR_ATTR_FAMILY, struct.pack("=H", fam)),
+             _attr(kind, ip.packed)]
+    if with_id:
+        # id 0 is the id of the connection's initial local address.
+        attrs.append(_attr(MPTCP_PM_ADDR_ATTR_ID, struct.pack("=B", 0)))
+    if port:
+        attrs.append(_attr(MPTCP_PM_ADDR_ATTR_PORT, struct.pack("=H", port)))
+    return attrs
+
+
+# --- namespaces ---
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+def _netlink_socket_in_netns(ns_pid: int) -> socket.socket:
+    """A NETLINK_GENERIC socket bound in the network namespace of ns_pid.
+
+    setns() only moves the calling thread, and a socket stays in the
+    namespace it was created in, so: enter, create, and go straight back.
+    """
+    target = os.open(f"/proc/{ns_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _setns(target)
+            try:
+                sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                                     NETLINK_GENERIC)
+            finally:
+                try:
+                    _setns(home)
+                except OSError as exc:
+                    # Carrying on would run the caller in the wrong namespace.
+                    raise RuntimeError(f"cannot return to the original network namespace: {exc}")
+        finally:
+            os.close(home)
+    finally:
+        os.close(target)
+    return sock
+
+
+class UserspacePM:
+    """Userspace MPTCP path manager over several network namespaces.
+
+    attach() every namespace, start() the event thread, register connections
+    with expand() *before* their clients connect, read connections().
+    All methods may be called from any thread; one daemon thread reads the
+    sockets and sends the SUBFLOW_CREATE commands.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: dict[str, _NsSocket] = {}
+        # (ns, local ip, local port or 0 = any, remote ip, remote port) -> subflows
+        self._expansions: dict[tuple, int] = {}
+        self._records: dict[tuple[str, int], Connection] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._closed = False
+        self.lost_events = 0   # times a socket overran (ENOBUFS): events were dropped
+
+    # -- setup --
+
+    def attach(self, name: str, ns_pid: int) -> None:
+        """Open a generic netlink socket in the network namespace of process
+        `ns_pid`, resolve the mptcp_pm family and its events group, and join it.
+        `name` identifies the namespace in expand() and in the records."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("UserspacePM is closed")
+            if name in self._sockets:
+                raise ValueError(f"namespace {name!r} is already attached")
+        sock = _netlink_socket_in_netns(ns_pid)
+        try:
+            ns = _NsSocket(name, sock)
+            sock.bind((0, 0))
+            sock.setsockopt(SOL_NETLINK, NETLINK_CAP_ACK, 1)
+            sock.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
+            try:  # as root, beyond net.core.rmem_max
+                sock.setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, _RCVBUF)
+            except OSError:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
+            sock.settimeout(_ATTACH_TIMEOUT_S)
+            ns.family_id, ns.events_group = self._resolve_family(ns)
+            # Joining the group is also what makes this namespace accept MP_JOINs.
+            sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, ns.events_group)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        with self._lock:
+            if self._closed or name in self._sockets:
+                sock.close()
+                raise RuntimeError(f"namespace {name!r}: attached concurrently or closed")
+            self._sockets[name] = ns
+
+    @staticmethod
+    def _resolve_family(ns: _NsSocket) -> tuple[int, int]:
+        """CTRL_CMD_GETFAMILY "mptcp_pm" -> (family id, events group id)."""
+        seq = ns.next_seq()
+        name = _attr(CTRL_ATTR_FAMILY_NAME, MPTCP_PM_NAME.encode() + b"\0")
+        ns.sock.send(_genl_msg(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, NLM_F_REQUEST, seq, name))
+        while True:  # bounded by the socket timeout
+            buf = ns.sock.recv(65536)
+            for kind, flags, mseq, payload in _split_messages(buf):
+                if mseq != seq:
+                    continue
+                if kind == NLMSG_ERROR:
+                    err, _, text = _parse_error(flags, payload)
+                    raise OSError(err, f"{ns.name}: family {MPTCP_PM_NAME!r}: "
+                                       f"{os.strerror(err)} {text}".rstrip())
+                if kind != GENL_ID_CTRL:
+                    continue
+                attrs = _parse_attrs(payload[_GENLMSGHDR.size:])
+                family = struct.unpack("=H", attrs[CTRL_ATTR_FAMILY_ID][:2])[0]
+                for grp in _parse_attrs(attrs.get(CTRL_ATTR_MCAST_GROUPS, b"")).values():
+                    g = _parse_attrs(grp)
+                    if g.get(CTRL_ATTR_MCAST_GRP_NAME, b"").rstrip(b"\0").decode() == MPTCP_PM_EV_GRP_NAME:
+                        return family, struct.unpack("=I", g[CTRL_ATTR_MCAST_GRP_ID][:4])[0]
+                raise OSError(errno.ENOENT, f"{ns.name}: no {MPTCP_PM_EV_GRP_NAME!r} group")
+
+    def start(self) -> None:
+        """Start the daemon thread serving every attached socket (idempotent)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("UserspacePM is closed")
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="mptcp-userspace-pm", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop the thread and close every socket. Idempotent. Closing the
+        sockets also makes the namespaces stop accepting MP_JOINs."""
+        with self._lock:
+            self._closed = True
+            thread, self._thread = self._thread, None
+        self._stop.set()
+        if thread is not None:
+            thread.join(timeout=5 * _POLL_S + 1.0)
+        with self._lock:
+            sockets, self._sockets = self._sockets, {}
+        for ns in sockets.values():
+            ns.sock.close()
+
+    def __enter__(self) -> "UserspacePM":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- policy --
+
+    def expand(self, name: str, local: tuple[str, int], remote: tuple[str, int], subflows: int) -> None:
+        """Give the client connection local -> remote in namespace `name`
+        `subflows` subflows in total: on its ESTABLISHED event, open
+        subflows-1 more from local's address (ephemeral port) to remote.
+        A local port of 0 matches any local port. Register before the client
+        connects; the registration stays until forget_expansions()."""
+        if not 1 <= subflows <= MAX_SUBFLOWS:
+            raise ValueError(f"subflows={subflows}: must be within 1..{MAX_SUBFLOWS}")
+        key = (name, ipaddress.ip_address(local[0]), int(local[1]),
+               ipaddress.ip_address(remote[0]), int(remote[1]))
+        with self._lock:
+            self._expansions[key] = subflows
+
+    def forget_expansions(self) -> None:
+        """Drop every expand() registration (connections already expanded keep their subflows)."""
+        with self._lock:
+            self._expansions.clear()
+
+    # -- records --
+
+    def connections(self) -> list[Connection]:
+        """Copies of the records of every token seen since the last reset()."""
+        with self._lock:
+            return [dataclasses.replace(c, create_errors=list(c.create_errors))
+                    for c in self._records.values()]
+
+    def reset(self) -> None:
+        """Forget all records (and outstanding acks); registrations stay."""
+        with self._lock:
+            self._records.clear()
+            for ns in self._sockets.values():
+                ns.pending.clear()
+
+    # -- the event thread --
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                sockets = list(self._sockets.values())
+            if not sockets:
+                self._stop.wait(_POLL_S)
+                continue
+            try:
+                ready, _, _ = select.select(sockets, [], [], _POLL_S)
+            except (OSError, ValueError):  # a socket was closed under us: close() is running
+                continue
+            for ns in ready:
+                try:
+                    self._drain(ns)
+                except Exception:  # keep serving the other namespaces
+                    log.exception("%s: failed to handle netlink messages", ns.name)
+
+    def _drain(self, ns: _NsSocket) -> None:
+        while True:
+            try:
+                buf = ns.sock.recv(65536)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno == errno.ENOBUFS:  # the kernel dropped multicast messages
+                    with self._lock:
+                        self.lost_events += 1
+                    log.warning("%s: event socket overran, events lost", ns.name)
+                    continue
+                raise
+            for kind, flags, seq, payload in _split_messages(buf):
+                if kind == NLMSG_ERROR:
+                    self._on_ack(ns, flags, payload)
+                elif kind == ns.family_id and len(payload) >= _GENLMSGHDR.size:
+                    cmd = payload[0]
+                    self._on_event(ns, cmd, _parse_attrs(payload[_GENLMSGHDR.size:]))
+
+    def _on_ack(self, ns: _NsSocket, flags: int, payload: bytes) -> None:
+        err, seq, text = _parse_error(flags, payload)
+        with self._lock:
+            token = ns.pending.pop(seq, None)
+            if token is None or err == 0:
+                return
+            rec = self._records.get((ns.name, token))
+            if rec is not None:
+                rec.create_errors.append(f"{errno.errorcode.get(err, err)}: {text or os.strerror(err)}")
+
+    def _record(self, ns: str, token: int) -> Connection:
+        """The record of (ns, token), created on first sight. Caller holds the lock."""
+        rec = self._records.get((ns, token))
+        if rec is None:
+            rec = self._records[(ns, token)] = Connection(ns=ns, token=token)
+        return rec
+
+    def _on_event(self, ns: _NsSocket, event: int, attrs: dict[int, bytes]) -> None:
+        if MPTCP_ATTR_TOKEN not in attrs:
+            return  # listener events carry no token
+        token = _u(attrs[MPTCP_ATTR_TOKEN])
+        creates: list[tuple[bytes, int]] = []
+        with self._lock:
+            if event in (MPTCP_EVENT_CREATED, MPTCP_EVENT_ESTABLISHED):
+                rec = self._record(ns.name, token)
+                self._fill_addresses(rec, attrs)
+                if event == MPTCP_EVENT_ESTABLISHED and not rec.server_side:
+                    creates = self._plan_expansion(ns, rec)
+            elif event == MPTCP_EVENT_SUB_ESTABLISHED:
+                self._record(ns.name, token).subflows_established += 1
+            elif event == MPTCP_EVENT_SUB_CLOSED:
+                self._record(ns.name, token).subflows_closed += 1
+            elif event == MPTCP_EVENT_CLOSED:
+                self._record(ns.name, token).closed = True
+        for msg, seq in creates:
+            try:
+                ns.sock.send(msg)
+            except OSError as exc:
+                with self._lock:
+                    ns.pending.pop(seq, None)
+                    self._record(ns.name, token).create_errors.append(f"send: {exc}")
+
+    @staticmethod
+    def _fill_addresses(rec: Connection, attrs: dict[int, bytes]) -> None:
+        for kind, fam in ((MPTCP_ATTR_SADDR4, socket.AF_INET), (MPTCP_ATTR_SADDR6, socket.AF_INET6)):
+            if kind in attrs:
+                rec.saddr = socket.inet_ntop(fam, attrs[kind])
+        for kind, fam in ((MPTCP_ATTR_DADDR4, socket.AF_INET), (MPTCP_ATTR_DADDR6, socket.AF_INET6)):
+            if kind in attrs:
+                rec.daddr = socket.inet_ntop(fam, attrs[kind])
+        if MPTCP_ATTR_SPORT in attrs:
+            rec.sport = struct.unpack("!H", attrs[MPTCP_ATTR_SPORT][:2])[0]
+        if MPTCP_ATTR_DPORT in attrs:
+            rec.dport = struct.unpack("!H", attrs[MPTCP_ATTR_DPORT][:2])[0]
+        # Older kernels send only SERVER_SIDE (u8, possibly 0); newer ones also
+        # set MPTCP_PM_EV_FLAG_SERVER_SIDE in FLAGS. Either one means server.
+        server = bool(attrs.get(MPTCP_ATTR_SERVER_SIDE, b"\0")[0])
+        if MPTCP_ATTR_FLAGS in attrs:
+            server |= bool(_u(attrs[MPTCP_ATTR_FLAGS]) & MPTCP_PM_EV_FLAG_SERVER_SIDE)
+        rec.server_side = rec.server_side or server
+
+    def _plan_expansion(self, ns: _NsSocket, rec: Connection) -> list[tuple[bytes, int]]:
+        """SUBFLOW_CREATE messages for a newly established client connection,
+        registered as pending acks. Caller holds the lock."""
+        if rec.creates_sent or not rec.saddr or not rec.daddr:
+            return []
+        local, remote = ipaddress.ip_address(rec.saddr), ipaddress.ip_address(rec.daddr)
+        total = (self._expansions.get((ns.name, local, rec.sport, remote, rec.dport))
+                 or self._expansions.get((ns.name, local, 0, remote, rec.dport)))
+        if not total or total <= 1:
+            return []
+        attrs = b"".join((
+            _attr(MPTCP_PM_ATTR_TOKEN, struct.pack("=I", rec.token)),
+            # Local: the connection's own address, id 0, no port -> ephemeral.
+            _nested(MPTCP_PM_ATTR_ADDR, *_addr_attrs(local, 0, with_id=True)),
+            # Remote: the server's same address and port.
+            _nested(MPTCP_PM_ATTR_ADDR_REMOTE, *_addr_attrs(remote, rec.dport, with_id=False)),
+        ))
+        msgs = []
+        for _ in range(total - 1):
+            seq = ns.next_seq()
+            ns.pending[seq] = rec.token
+            msgs.append((_genl_msg(ns.family_id, MPTCP_PM_CMD_SUBFLOW_CREATE, MPTCP_PM_VER,
+                                   NLM_F_REQUEST | NLM_F_ACK, seq, attrs), seq))
+        rec.creates_sent = len(msgs)
+        return msgs

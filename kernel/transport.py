@@ -1,0 +1,62 @@
+"""Per-namespace kernel settings of the hosts, and the kernel's own counters.
+
+Everything here is per network namespace: the root namespace is never
+touched (unlike Mininet's fixLimits), and what was set is recorded per run.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.procs import run
+
+# Client ports of flows are fixed (see harness/traffic.py) above this range,
+# so ephemeral ports of extra subflows never collide with them.
+EPHEMERAL_PORTS = "10000 39999"
+
+
+def host_sysctls(cc: str) -> dict[str, str]:
+    return {
+        "net.mptcp.enabled": "1",
+        # The userspace path manager: the harness itself opens exactly N-1
+        # extra subflows per connection (DESIGN.md: with the in-kernel PM,
+        # hosts that are both client and server race to add subflows).
+        "net.mptcp.pm_type": "1",
+        "net.ipv4.tcp_congestion_control": cc,
+        "net.ipv4.ip_local_port_range": EPHEMERAL_PORTS,
+        # A flow's fixed client port is reused run after run; allow it while
+        # the previous connection on it sits in TIME_WAIT.
+        "net.ipv4.tcp_tw_reuse": "1",
+    }
+
+
+RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
+                    "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
+                    "net.mptcp.pm_type", "net.mptcp.enabled")
+
+
+def read_sysctls(ns_pid: int, names=RECORDED_SYSCTLS) -> dict[str, str]:
+    """Values as seen inside a namespace. /proc/sys/net resolves through the
+    reading process's namespace, so the read runs inside it."""
+    done = run(["sysctl", "-n", *names], timeout=10, ns_pid=ns_pid)
+    return {n: " ".join(v.split()) for n, v in zip(names, done.stdout.splitlines())}
+
+
+def read_netstat(ns_pid: int, prefixes=("MPTcpExt", "TcpExt")) -> dict[str, int]:
+    """The kernel's MIB counters (what `nstat` shows) of a namespace.
+
+    /proc/PID/net/netstat is the netstat file of PID's network namespace.
+    Lines come in pairs: "Prefix: name name ..." then "Prefix: value value ...".
+    """
+    counters: dict[str, int] = {}
+    lines = Path(f"/proc/{ns_pid}/net/netstat").read_text().splitlines()
+    for names, values in zip(lines[::2], lines[1::2]):
+        prefix, _, names = names.partition(":")
+        if prefix not in prefixes:
+            continue
+        for n, v in zip(names.split(), values.split(":", 1)[1].split()):
+            counters[prefix + n] = int(v)
+    return counters
+
+
+def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}

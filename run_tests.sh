@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# sudo ./run_tests.sh [pytest arguments]
+# Installs what is missing (as run_mptcp.sh does, plus pytest) and runs the
+# suite: unit tests and integration tests that build real networks.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [ "$(id -u)" -ne 0 ]; then
+  echo "run_tests.sh: error: must be run as root (the tests build network namespaces): try sudo" >&2
+  exit 2
+fi
+"$here/bootstrap.sh" --dev || { echo "run_tests.sh: error: set-up failed (see above)" >&2; exit 1; }
+cd "$here"
+exec timeout 1500 "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
