@@ -54,13 +54,7 @@ class Sweep:
         runs = self.cfg.runs()
         written = []
         try:
-            t0 = time.monotonic()
-            self.fabric.start()
-            self._configure_hosts()
-            self.say(f"built {self.topo.__class__.__name__}({self.cfg.k}) on fabric "
-                     f"{self.fabric.name}: {len(self.fabric.hosts())} hosts, "
-                     f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s")
-            self.environment = self._environment()
+            self.open()
             self.baseline_mbps = self._measure_baseline()
             started = time.monotonic()
             for i, rc in enumerate(runs):
@@ -71,6 +65,16 @@ class Sweep:
         finally:
             self.close()
         return written
+
+    def open(self) -> None:
+        """Build the network and make every host ready for MPTCP runs."""
+        t0 = time.monotonic()
+        self.fabric.start()
+        self._configure_hosts()
+        self.environment = self._environment()
+        self.say(f"built {self.topo.__class__.__name__}({self.cfg.k}) on fabric "
+                 f"{self.fabric.name}: {len(self.fabric.hosts())} hosts, "
+                 f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s")
 
     def close(self) -> None:
         self.procs.stop_all()

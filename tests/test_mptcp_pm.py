@@ -318,3 +318,15 @@ def test_both_namespaces_client_and_server_at_once(net, pm):
     for report in reports:
         assert report["established"] == subflows, report
         assert report["mptcpi_subflows"] == subflows - 1, report
+
+
+def test_api_guards():
+    pm = UserspacePM()
+    for bad in (0, 9):
+        with pytest.raises(ValueError):
+            pm.expand("x", ("10.0.0.1", 1), ("10.0.0.2", 2), bad)
+    pm.start()
+    pm.close()
+    pm.close()  # idempotent
+    with pytest.raises(RuntimeError):
+        pm.attach("x", os.getpid())

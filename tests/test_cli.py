@@ -1,0 +1,94 @@
+"""Bad input: one line on stderr, exit status 2, nothing started, results
+untouched. Runs the real script, as root and as an unprivileged user."""
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.cli import config_from_args, parse_subflows
+from harness.config import ConfigError
+from kernel import preflight
+from tests.conftest import ROOT, needs_root
+from tests.leftovers import Snapshot
+
+SCRIPT = str(ROOT / "run_mptcp.sh")
+
+
+def tree_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(path.rglob("*")):
+        h.update(str(p).encode())
+        if p.is_file():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture
+def existing_results(tmp_path):
+    run = tmp_path / "ft4" / "one_to_one" / "flows1"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"valid": true}\n')
+    os.chmod(tmp_path, 0o777)
+    return tmp_path
+
+
+BAD = [
+    (["3"], "even"),
+    (["4", "--subflows", "9"], "1..8"),
+    (["4", "nosuchload"], "unknown workload"),
+    (["4", "--subflows", "0"], "1..8"),
+    (["x"], "arity"),
+    (["4", "--fabric", "nosuch"], "unknown fabric"),
+    (["4", "--cc", "nosuch"], "congestion control"),
+    (["4", "--bw", "-1"], "link rate"),
+    (["4", "--frobnicate"], "unrecognized"),
+    (["8", "all_to_all"], "capped"),
+]
+
+
+@pytest.mark.parametrize("argv,words", BAD)
+def test_bad_input_is_rejected_before_anything_starts(argv, words, existing_results):
+    before = Snapshot.take()
+    digest = tree_digest(existing_results)
+    done = subprocess.run([SCRIPT, *argv, "--results", str(existing_results)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], lines
+    assert tree_digest(existing_results) == digest
+    assert Snapshot.take().new_since(before) == {}
+
+
+@needs_root
+def test_non_root_user_is_refused(existing_results):
+    digest = tree_digest(existing_results)
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           SCRIPT, "4", "--results", str(existing_results)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "run_mptcp.sh: error: must be run as root (it builds network namespaces): try sudo"]
+    assert tree_digest(existing_results) == digest
+
+
+def test_kernel_without_mptcp_is_refused(tmp_path):
+    with pytest.raises(preflight.PreflightError, match="no MPTCP"):
+        preflight.check_mptcp(tmp_path)
+
+
+def test_missing_binary_is_named():
+    with pytest.raises(preflight.PreflightError, match="no-such-tool.*Debian package nowhere"):
+        preflight.check_binaries({"no-such-tool": "nowhere", "sh": "dash"})
+
+
+def test_defaults_and_lists():
+    cfg, _ = config_from_args(["4"])
+    assert cfg.workloads == ("one_to_one",) and cfg.subflows == tuple(range(1, 9))
+    assert cfg.cc == "reno" and cfg.fabric == "l3"
+    assert parse_subflows("1,4-6,8") == (1, 4, 5, 6, 8)
+    cfg, _ = config_from_args(["4", "all", "--subflows", "1,8"])
+    assert cfg.workloads == ("one_to_one", "one_to_several", "all_to_all")
+    with pytest.raises(ConfigError):
+        config_from_args(["4", "--subflows", "a"])

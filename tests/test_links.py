@@ -1,0 +1,86 @@
+"""Link shaping checked on the wire, in real namespaces: the rate a TCP flow
+gets through a shaped link, and a queue that never holds more packets than
+configured (and does drop when full)."""
+import json
+import threading
+import time
+
+import pytest
+
+from dctopo import DCTopo
+from harness.config import LinkParams
+from harness.fabric_l3 import L3Fabric
+from harness.procs import ProcessTracker, run
+from harness.traffic import IperfDriver, assign_ports
+from tests.conftest import needs_root
+from workloads import Flow
+
+pytestmark = needs_root
+
+# TCP payload per full frame: 1448 bytes (with timestamps) of 1514 on the wire.
+PAYLOAD_SHARE = 1448 / 1514
+
+
+class TwoHostsOneRouter(DCTopo):
+    def build(self):
+        r = self.addSwitch("r0", role="edge", router_id="10.9.0.1", dpid="0000000000000001")
+        for i in range(2):
+            h = self.addHost(f"h{i}", role="host")
+            self.addLink(h, r, port1=0, port2=i, params1={"ip": f"10.9.0.{i + 2}/32"})
+
+
+@pytest.fixture
+def pair(no_leftovers):
+    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=20, queue_pkts=25))
+    procs = ProcessTracker()
+    try:
+        fabric.start()
+        for h in fabric.hosts():
+            run(["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"], 10, ns_pid=fabric.pid(h))
+        yield fabric, procs
+    finally:
+        procs.stop_all()
+        fabric.stop()
+
+
+def qdisc_stats(fabric, node, dev):
+    out = run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], 5, ns_pid=fabric.pid(node)).stdout
+    return {q["kind"]: q for q in json.loads(out)}
+
+
+def test_rate_holds(pair, tmp_path):
+    fabric, procs = pair
+    flows = assign_ports(fabric, [Flow("h0", "h1")])
+    [out] = IperfDriver(fabric, procs).run(flows, mptcp=False, time_s=5, logdir=tmp_path)
+    expected = 20 * PAYLOAD_SHARE
+    assert out.error is None
+    assert 0.93 * expected <= out.goodput_mbps <= 1.01 * expected, out.goodput_mbps
+
+
+def test_queue_never_exceeds_its_limit(pair, tmp_path):
+    """Slow the router's port towards h1 to a quarter of the rate so the queue
+    builds there, then sample its backlog while TCP pushes into it."""
+    fabric, procs = pair
+    run(["tc", "class", "change", "dev", "r0-eth1", "parent", "1:", "classid", "1:1", "htb",
+         "rate", "5mbit", "ceil", "5mbit", "quantum", "1514"], 5, ns_pid=fabric.pid("r0"))
+    backlog, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            backlog.append(qdisc_stats(fabric, "r0", "r0-eth1")["pfifo"]["qlen"])
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        flows = assign_ports(fabric, [Flow("h0", "h1")])
+        [out] = IperfDriver(fabric, procs).run(flows, mptcp=False, time_s=4, logdir=tmp_path)
+    finally:
+        stop.set()
+        sampler.join()
+    pfifo = qdisc_stats(fabric, "r0", "r0-eth1")["pfifo"]
+    assert max(backlog) <= 25, max(backlog)
+    assert max(backlog) >= 20          # the queue did fill: the limit was what held it
+    assert pfifo["drops"] > 0
+    assert pfifo["bytes"] / pfifo["packets"] <= 1514   # MTU frames, no superpackets
+    assert 0.9 * 5 * PAYLOAD_SHARE <= out.goodput_mbps <= 1.01 * 5 * PAYLOAD_SHARE

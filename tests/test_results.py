@@ -1,0 +1,31 @@
+"""A run folder is replaced atomically and never half-written."""
+import json
+
+import pytest
+
+from harness.results import RunStage
+
+
+def test_commit_replaces_the_old_run(tmp_path):
+    final = tmp_path / "ft4" / "one_to_one" / "flows8"
+    with RunStage(final) as stage:
+        (stage.path / "cpu.csv").write_text("old\n")
+        stage.commit({"n": 1})
+    with RunStage(final) as stage:
+        stage.commit({"n": 2})
+    assert json.loads((final / "run.json").read_text()) == {"n": 2}
+    assert not (final / "cpu.csv").exists()           # nothing of the old run mixed in
+    assert [p.name for p in final.parent.iterdir()] == ["flows8"]
+
+
+def test_interrupted_run_leaves_the_old_one_intact(tmp_path):
+    final = tmp_path / "flows2"
+    with RunStage(final) as stage:
+        stage.commit({"n": 1})
+    before = (final / "run.json").read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        with RunStage(final) as stage:
+            (stage.path / "cpu.csv").write_text("partial\n")
+            raise KeyboardInterrupt
+    assert (final / "run.json").read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["flows2"]
