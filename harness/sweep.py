@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import time
@@ -77,9 +78,15 @@ class Sweep:
                  f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s")
 
     def close(self) -> None:
-        self.procs.stop_all()
-        self.pm.close()
-        self.fabric.stop()
+        """Remove what this sweep created. A second Ctrl-C must not cut the
+        clean-up short, so SIGINT waits until it is done."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self.procs.stop_all()
+            self.pm.close()
+            self.fabric.stop()
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def _progress(self, i: int, total: int, rc: RunConfig, started: float) -> None:
         label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"

@@ -6,16 +6,20 @@ setting that is the caller's job. This module then talks generic netlink to
 the "mptcp_pm" family in every namespace it is attached to:
 
 * it joins the "mptcp_pm_events" multicast group. Besides delivering events,
-  this is what lets the *server* side accept MP_JOINs at all: with the
-  userspace PM the kernel accepts a join only while some socket in that
-  namespace listens to the group (`mptcp_userspace_pm_active()`), so every
-  namespace must be attached, even one that only ever serves;
+  this satisfies the kernel's contract for the *server* side: with the
+  userspace PM a join is accepted only while the group has a listener
+  (`mptcp_userspace_pm_active()`), so attach every namespace, even one that
+  only ever serves. (netlink tracks group listeners per protocol, not per
+  namespace, so in practice any subscriber on the host satisfies the check;
+  the module does not rely on that.)
 * when a client-side connection registered with `expand()` reports
   MPTCP_EVENT_ESTABLISHED, it issues N-1 MPTCP_PM_CMD_SUBFLOW_CREATE, each
   from the connection's own local address (id 0, port 0 = ephemeral) to the
   server's same address and port. ESTABLISHED (not CREATED) is the trigger
   because the kernel refuses to open subflows before the MPTCP connection is
-  fully established;
+  fully established (ENOTCONN). A client reaches that state once its first
+  data has been exchanged with the server; one that never sends or receives
+  anything is not expanded (its creates fail with ENOTCONN, recorded);
 * it keeps one `Connection` record per token it hears about, counting
   established and closed subflows and failed SUBFLOW_CREATE acks.
 
@@ -54,7 +58,8 @@ __all__ = ["Connection", "UserspacePM", "MAX_SUBFLOWS"]
 
 log = logging.getLogger(__name__)
 
-# The kernel caps an MPTCP connection's subflows (and PM limits) at 8.
+# The in-kernel PM caps its subflow limits at 8 (MPTCP_PM_ADDR_MAX); the userspace
+# PM enforces no cap itself, so the same bound is applied here.
 MAX_SUBFLOWS = 8
 
 # --- netlink / generic netlink (include/uapi/linux/netlink.h, genetlink.h) ---
@@ -69,7 +74,6 @@ NLM_F_ACK = 0x04
 NLM_F_CAPPED = 0x100          # set on NLMSG_ERROR: original payload omitted
 NLM_F_ACK_TLVS = 0x200        # set on NLMSG_ERROR: extack attributes follow
 NLMSG_ERROR = 2
-NLMSG_DONE = 3
 NLMSGERR_ATTR_MSG = 1
 NLA_F_NESTED = 0x8000
 NLA_TYPE_MASK = 0x3FFF        # strips NLA_F_NESTED / NLA_F_NET_BYTEORDER
@@ -122,7 +126,7 @@ MPTCP_ATTR_DADDR6 = 8
 MPTCP_ATTR_SPORT = 9              # u16, BIG-endian (nla_put_be16), unlike ADDR_ATTR_PORT
 MPTCP_ATTR_DPORT = 10             # u16, big-endian
 MPTCP_ATTR_FLAGS = 13             # u16, MPTCP_PM_EV_FLAG_* (newer kernels)
-MPTCP_ATTR_SERVER_SIDE = 18       # u8; deprecated in favour of FLAGS, still sent
+MPTCP_ATTR_SERVER_SIDE = 18       # u8; deprecated for FLAGS (6.18 sends it only as 1)
 MPTCP_PM_EV_FLAG_SERVER_SIDE = 1 << 1
 
 # --- setns(2) through libc: Python 3.11 has no os.setns ---
@@ -142,6 +146,8 @@ class Connection:
     Addresses and ports are those of the initial subflow, from this
     namespace's point of view (saddr is local). `subflows_established`
     counts the initial subflow plus every MPTCP_EVENT_SUB_ESTABLISHED.
+    A connection first heard of after reset() (e.g. only its SUB_CLOSED or
+    CLOSED) gets a record without addresses.
     """
     ns: str
     token: int
@@ -296,6 +302,7 @@ class UserspacePM:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._sockets: dict[str, _NsSocket] = {}
+        self._generation = 0   # bumped whenever _sockets changes
         # (ns, local ip, local port or 0 = any, remote ip, remote port) -> subflows
         self._expansions: dict[tuple, int] = {}
         self._records: dict[tuple[str, int], Connection] = {}
@@ -327,7 +334,7 @@ class UserspacePM:
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, _RCVBUF)
             sock.settimeout(_ATTACH_TIMEOUT_S)
             ns.family_id, ns.events_group = self._resolve_family(ns)
-            # Joining the group is also what makes this namespace accept MP_JOINs.
+            # Also the userspace PM's condition for accepting MP_JOINs (see the module doc).
             sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, ns.events_group)
             sock.setblocking(False)
         except BaseException:
@@ -338,6 +345,7 @@ class UserspacePM:
                 sock.close()
                 raise RuntimeError(f"namespace {name!r}: attached concurrently or closed")
             self._sockets[name] = ns
+            self._generation += 1
 
     @staticmethod
     def _resolve_family(ns: _NsSocket) -> tuple[int, int]:
@@ -385,6 +393,7 @@ class UserspacePM:
             thread.join(timeout=5 * _POLL_S + 1.0)
         with self._lock:
             sockets, self._sockets = self._sockets, {}
+            self._generation += 1
         for ns in sockets.values():
             ns.sock.close()
 
@@ -432,17 +441,21 @@ class UserspacePM:
     # -- the event thread --
 
     def _run(self) -> None:
+        # poll(), not select(): a large topology has more than FD_SETSIZE (1024) sockets.
+        poller, by_fd, seen = select.poll(), {}, -1
         while not self._stop.is_set():
             with self._lock:
-                sockets = list(self._sockets.values())
-            if not sockets:
+                if self._generation != seen:  # attach() added a socket: re-register all
+                    seen = self._generation
+                    by_fd = {ns.fileno(): ns for ns in self._sockets.values()}
+                    poller = select.poll()
+                    for fd in by_fd:
+                        poller.register(fd, select.POLLIN)
+            if not by_fd:
                 self._stop.wait(_POLL_S)
                 continue
-            try:
-                ready, _, _ = select.select(sockets, [], [], _POLL_S)
-            except (OSError, ValueError):  # a socket was closed under us: close() is running
-                continue
-            for ns in ready:
+            for fd, _mask in poller.poll(_POLL_S * 1000):
+                ns = by_fd[fd]
                 try:
                     self._drain(ns)
                 except Exception:  # keep serving the other namespaces

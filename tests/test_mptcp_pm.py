@@ -269,8 +269,11 @@ def test_kernel_maximum_of_eight(net, pm):
 
 def test_unregistered_connection_keeps_one_subflow(net, pm):
     a, b = net.a, net.b
-    # A registration for another local port of the same pair must not match.
+    # A registration for another local port of the same pair must not match,
+    # and one matching the server's view of the connection must not make the
+    # server side open subflows (only clients expand).
     pm.expand(a, (net.ip[a], 41999), (net.ip[b], 5003), 4)
+    pm.expand(b, (net.ip[b], 5003), (net.ip[a], 41003), 4)
     before = {ns: mib(net, ns) for ns in (a, b)}
     server = start_server(net, b, 5003)
     report = json.loads(finish(start_client(net, a, 41003, b, 5003, want=1, settle=1.0)))
@@ -281,8 +284,9 @@ def test_unregistered_connection_keeps_one_subflow(net, pm):
     client = find(conns, a, server_side=False, client_port=41003)
     served = find(conns, b, server_side=True, client_port=41003)
     assert (client.creates_sent, client.subflows_established, client.create_errors) == (0, 1, [])
-    assert served.subflows_established == 1
+    assert (served.creates_sent, served.subflows_established) == (0, 1)
     assert delta(after[a], before[a], "MPJoinSynTx") == 0
+    assert delta(after[b], before[b], "MPJoinSynTx") == 0
     assert delta(after[b], before[b], "MPJoinSynRx") == 0
     assert report["established"] == 1, report
     assert report["mptcpi_subflows"] == 0, report

@@ -1,0 +1,64 @@
+"""The main job end to end, through run_mptcp.sh as a user runs it: results
+with every documented field, the figure, nothing left behind; and Ctrl-C in
+the middle of a sweep, which keeps finished runs and removes everything else."""
+import json
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import ROOT, needs_root
+
+pytestmark = needs_root
+SCRIPT = str(ROOT / "run_mptcp.sh")
+FLOW_FIELDS = {"src", "dst", "goodput_mbps", "subflows_established"}
+CONFIG_FIELDS = {"k", "workload", "subflows", "bw_mbps", "queue_pkts", "time_s", "seed", "fabric", "cc"}
+
+
+def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
+    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,4", "--time", "4",
+                           "--results", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[2/2]" in done.stdout and "left" in done.stdout
+    for n in (1, 4):
+        rec = json.loads((tmp_path / "ft4" / "one_to_one" / f"flows{n}" / "run.json").read_text())
+        assert CONFIG_FIELDS <= rec["config"].keys()
+        assert rec["config"]["subflows"] == n and rec["config"]["cc"] == "reno"
+        assert rec["kernel"] and isinstance(rec["valid"], bool) and isinstance(rec["flags"], list)
+        assert rec["cpu_mean_pct"] is not None
+        assert len(rec["flows"]) == 16
+        for f in rec["flows"]:
+            assert FLOW_FIELDS <= f.keys()
+            assert f["goodput_mbps"] > 0
+            assert f["subflows_established"] == n
+    png = tmp_path / "plots" / "ft4-one_to_one-throughput.png"
+    assert png.stat().st_size > 10_000
+    # the same mapping served both subflow counts
+    m1, m4 = (json.loads((tmp_path / "ft4/one_to_one" / f"flows{n}/run.json").read_text())["matrix"]
+              for n in (1, 4))
+    assert m1 == m4
+
+
+def test_ctrl_c_keeps_finished_runs_and_leaves_nothing(tmp_path, no_leftovers):
+    argv = [SCRIPT, "4", "--subflows", "1,2,3", "--time", "6", "--results", str(tmp_path)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = tmp_path / "ft4" / "one_to_one" / "flows1" / "run.json"
+    try:
+        deadline = time.monotonic() + 120
+        while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert first.exists(), "the first run never finished"
+        kept = first.read_bytes()
+        time.sleep(3)                     # well inside the second run's traffic
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert first.read_bytes() == kept
+    runs = sorted(p.name for p in (tmp_path / "ft4" / "one_to_one").iterdir())
+    assert runs == ["flows1", "matrix.json"], runs     # no half-written run, no staging folder
