@@ -34,11 +34,14 @@ if ! "$venv/bin/python" -c "import mininet.node" 2>/dev/null; then
   timeout 300 /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
 
-stamp=$(cat "${requirements[@]}" | sha256sum | cut -c1-16)
-if [ "$(cat "$venv/.requirements-stamp" 2>/dev/null)" != "$stamp" ]; then
-  echo "bootstrap: installing Python packages into $venv"
-  args=()
-  for r in "${requirements[@]}"; do args+=(-r "$r"); done
-  timeout 1200 "$venv/bin/pip" install -q --disable-pip-version-check "${args[@]}"
-  echo "$stamp" >"$venv/.requirements-stamp"
-fi
+# One stamp per requirements file, so a run and a test run do not undo each
+# other's check.
+for r in "${requirements[@]}"; do
+  stamp_file="$venv/.stamp-$(basename "$r")"
+  stamp=$(sha256sum "$r" | cut -c1-16)
+  if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
+    echo "bootstrap: installing $(basename "$r") into $venv"
+    timeout 1200 "$venv/bin/pip" install -q --disable-pip-version-check -r "$r"
+    echo "$stamp" >"$stamp_file"
+  fi
+done

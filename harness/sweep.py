@@ -24,7 +24,7 @@ from harness.fabric import Fabric
 from harness.fabrics import FABRICS
 from harness.procs import ProcessTracker, run
 from harness.results import RunStage, ensure_dir, give_to_invoking_user, write_json
-from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError, assign_ports
+from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError
 from kernel import transport
 from kernel.mptcp_pm import UserspacePM
 from monitor import CpuMonitor
@@ -124,7 +124,7 @@ class Sweep:
         """The optimal rate as the 2013 harness defined it: one TCP flow alone
         on an idle path, across the core, measured with this sweep's links."""
         hosts = self.fabric.hosts()
-        flow = assign_ports(self.fabric, [Flow(hosts[0], hosts[-1])])
+        flow = self.driver.endpoints([Flow(hosts[0], hosts[-1])])
         seconds = min(BASELINE_MAX_S, self.cfg.time_s)
         logdir = ensure_dir(self.cfg.results / self.topology_name) / f".baseline-{os.getpid()}"
         try:
@@ -147,7 +147,7 @@ class Sweep:
         workload_dir = ensure_dir(self.cfg.results / rc.topology / rc.workload)
         matrix = load_or_make(workload_dir / "matrix.json", rc.workload, self.fabric.hosts(), rc.seed)
         give_to_invoking_user(workload_dir / "matrix.json")
-        flows = assign_ports(self.fabric, list(matrix.flows))
+        flows = self.driver.endpoints(list(matrix.flows))
         mptcp = rc.subflows > 1
         self.pm.reset()
         self.pm.forget_expansions()

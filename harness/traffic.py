@@ -8,9 +8,12 @@ Goodput comes from the server's JSON: bytes that arrived, over the seconds the
 server measured (DESIGN.md: the sender's figures count bytes written into the
 socket buffer, not bytes delivered).
 
-Every flow's client binds a fixed port (`--cport`) so the path manager can
+Every flow's client binds a known port (`--cport`) so the path manager can
 tell its data connection from iperf3's control connection, which goes to the
-same server port: only the data connection is given extra subflows.
+same server port: only the data connection is given extra subflows. Each run
+takes its client ports from the next block of CLIENT_PORT_BLOCK ports: a port
+of the previous run may still sit in TIME_WAIT, and iperf3 binds its client
+port without SO_REUSEADDR ("Address already in use").
 """
 from __future__ import annotations
 
@@ -26,6 +29,8 @@ from workloads import Flow
 
 SERVER_PORT_BASE = 5201
 CLIENT_PORT_BASE = 40000      # above kernel/transport.py's ephemeral range
+CLIENT_PORT_BLOCK = 1000      # most flows one host may send in a run
+CLIENT_PORT_BLOCKS = 25       # a block comes back after 25 runs, > 60 s of TIME_WAIT
 LISTEN_TIMEOUT_S = 10
 CONNECT_TIMEOUT_MS = 5000
 # How long after the planned end a client may take to report before it is
@@ -57,19 +62,6 @@ class FlowOutcome:
     timed_out: bool
 
 
-def assign_ports(fabric: Fabric, flows: list[Flow]) -> list[FlowEndpoints]:
-    """A distinct server port per flow on its receiver and a distinct client
-    port per flow on its sender, the same for every run of a sweep."""
-    served, sent = defaultdict(int), defaultdict(int)
-    out = []
-    for i, f in enumerate(flows):
-        out.append(FlowEndpoints(i, f.src, f.dst, fabric.host_ip(f.src), fabric.host_ip(f.dst),
-                                 CLIENT_PORT_BASE + sent[f.src], SERVER_PORT_BASE + served[f.dst]))
-        sent[f.src] += 1
-        served[f.dst] += 1
-    return out
-
-
 def listening_ports(ns_pid: int) -> set[int]:
     """TCP ports in LISTEN state in a namespace (MPTCP listeners included:
     their first subflow is a TCP listener), read from /proc/PID/net/tcp."""
@@ -89,6 +81,24 @@ class IperfDriver:
     def __init__(self, fabric: Fabric, procs: ProcessTracker):
         self.fabric = fabric
         self.procs = procs
+        self._next_block = 0
+
+    def endpoints(self, flows: list[Flow]) -> list[FlowEndpoints]:
+        """Ports for the next run: a distinct server port per flow on its
+        receiver, a distinct client port per flow from a fresh block."""
+        base = CLIENT_PORT_BASE + (self._next_block % CLIENT_PORT_BLOCKS) * CLIENT_PORT_BLOCK
+        self._next_block += 1
+        served, sent = defaultdict(int), defaultdict(int)
+        out = []
+        for i, f in enumerate(flows):
+            if sent[f.src] >= CLIENT_PORT_BLOCK:
+                raise TrafficError(f"{f.src} sends more than {CLIENT_PORT_BLOCK} flows")
+            out.append(FlowEndpoints(i, f.src, f.dst, self.fabric.host_ip(f.src),
+                                     self.fabric.host_ip(f.dst),
+                                     base + sent[f.src], SERVER_PORT_BASE + served[f.dst]))
+            sent[f.src] += 1
+            served[f.dst] += 1
+        return out
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None) -> list[FlowOutcome]:

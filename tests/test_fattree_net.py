@@ -8,7 +8,6 @@ import pytest
 from harness.config import LinkParams, SweepConfig
 from harness.procs import run
 from harness.sweep import Sweep
-from harness.traffic import assign_ports
 from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_netstat
 from tests.conftest import needs_root
 from workloads import Flow
@@ -31,7 +30,7 @@ def ft4(tmp_path_factory):
 
 
 def transfer(sweep: Sweep, subflows: int, logdir: Path, seconds: float = 4):
-    flows = assign_ports(sweep.fabric, [Flow(SRC, DST)])
+    flows = sweep.driver.endpoints([Flow(SRC, DST)])
     sweep.pm.reset()
     sweep.pm.forget_expansions()
     for f in flows:

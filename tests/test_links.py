@@ -11,7 +11,7 @@ from dctopo import DCTopo
 from harness.config import LinkParams
 from harness.fabric_l3 import L3Fabric
 from harness.procs import ProcessTracker, run
-from harness.traffic import IperfDriver, assign_ports
+from harness.traffic import IperfDriver
 from tests.conftest import needs_root
 from workloads import Flow
 
@@ -50,8 +50,8 @@ def qdisc_stats(fabric, node, dev):
 
 def test_rate_holds(pair, tmp_path):
     fabric, procs = pair
-    flows = assign_ports(fabric, [Flow("h0", "h1")])
-    [out] = IperfDriver(fabric, procs).run(flows, mptcp=False, time_s=5, logdir=tmp_path)
+    driver = IperfDriver(fabric, procs)
+    [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=5, logdir=tmp_path)
     expected = 20 * PAYLOAD_SHARE
     assert out.error is None
     assert 0.93 * expected <= out.goodput_mbps <= 1.01 * expected, out.goodput_mbps
@@ -73,8 +73,8 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path):
     sampler = threading.Thread(target=sample)
     sampler.start()
     try:
-        flows = assign_ports(fabric, [Flow("h0", "h1")])
-        [out] = IperfDriver(fabric, procs).run(flows, mptcp=False, time_s=4, logdir=tmp_path)
+        driver = IperfDriver(fabric, procs)
+        [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=4, logdir=tmp_path)
     finally:
         stop.set()
         sampler.join()
