@@ -67,10 +67,19 @@ class RunStage:
 
     def __enter__(self) -> "RunStage":
         ensure_dir(self.final.parent)
+        self._remove_stale_stages()
         if self.path.exists():
             shutil.rmtree(self.path)
         self.path.mkdir()
         return self
+
+    def _remove_stale_stages(self) -> None:
+        """Staging folders of this run left by a harness that was killed
+        (SIGKILL gives no chance to clean up); a live one is not ours to touch."""
+        for stale in self.final.parent.glob(f".{self.final.name}.partial-*"):
+            pid = stale.name.rsplit("-", 1)[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(stale, ignore_errors=True)
 
     def commit(self, record: dict) -> None:
         write_json(self.path / "run.json", record)

@@ -29,3 +29,11 @@ def test_interrupted_run_leaves_the_old_one_intact(tmp_path):
             raise KeyboardInterrupt
     assert (final / "run.json").read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["flows2"]
+
+
+def test_stage_of_a_killed_harness_is_removed(tmp_path):
+    dead = tmp_path / ".flows8.partial-999999999"      # no such process
+    dead.mkdir()
+    with RunStage(tmp_path / "flows8") as stage:
+        stage.commit({"n": 1})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flows8"]
