@@ -115,17 +115,17 @@ class Fabric:
         """Addresses, a default route through the first interface's switch,
         shaping and offloads: the part every fabric shares."""
         intfs = self.topo.interfaces(host)
-        ip_lines, tc_lines, shell = ["link set lo up"], [], []
+        ip_lines, shell = ["link set lo up"], []
         for intf in intfs:
             ip_lines.append(f"link set {intf.name} up")
             if intf.ip:
                 ip_lines.append(f"addr add {intf.ip} dev {intf.name}")
-            tc_lines += links.tc_batch(intf.name, self.link)
             shell += links.offload_commands(intf.name, self.link)
         first = intfs[0]
         ip_lines.append(f"route add default via {self.gateway(first)} dev {first.name} onlink "
                         f"src {first.ip.split('/')[0]}")
-        return [*_sysctl(common_sysctls()), *_batch("ip", ip_lines), *_batch("tc", tc_lines), *shell]
+        return [*_sysctl(common_sysctls()), *_batch("ip", ip_lines),
+                *_batch("tc", self.shaping_lines(host)), *shell]
 
     def gateway(self, intf: Interface) -> str:
         """The next hop address a host uses on `intf`."""

@@ -23,8 +23,8 @@ from harness.config import RunConfig, SweepConfig
 from harness.fabric import Fabric
 from harness.fabrics import FABRICS
 from harness.procs import ProcessTracker, run
-from harness.results import RunStage, ensure_dir, give_to_invoking_user, write_json
-from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError
+from harness.results import RunStage, ensure_dir, give_to_invoking_user
+from harness.traffic import FlowOutcome, IperfDriver, TrafficError
 from kernel import transport
 from kernel.mptcp_pm import UserspacePM
 from monitor import CpuMonitor
@@ -182,16 +182,16 @@ class Sweep:
                 total[k] = total.get(k, 0) + v
         return total
 
-    def _subflows(self, f: FlowEndpoints) -> int:
-        """Subflows the kernel reported for this flow's data connection."""
-        counts = [c.subflows_established for c in self.pm.connections()
-                  if not c.server_side and c.saddr == f.src_ip and c.sport == f.client_port
-                  and c.daddr == f.dst_ip and c.dport == f.server_port]
-        return max(counts, default=0)
+    def _subflows_by_flow(self) -> dict[tuple, int]:
+        """Subflows the kernel reported per client-side data connection,
+        keyed by (src ip, client port, dst ip, server port)."""
+        return {(c.saddr, c.sport, c.daddr, c.dport): c.subflows_established
+                for c in self.pm.connections() if not c.server_side}
 
     def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
                 cpu: CpuMonitor, counters: dict[str, int], started_at: float) -> dict:
         mptcp = rc.subflows > 1
+        subflows = self._subflows_by_flow()
         flows = []
         for o in outcomes:
             f = o.endpoints
@@ -204,7 +204,9 @@ class Sweep:
                 "pct_optimal": round(100.0 * o.goodput_mbps / optimal, 2),
                 "mptcp": mptcp,
                 "subflows_requested": rc.subflows,
-                "subflows_established": self._subflows(f) if mptcp else (0 if o.error else 1),
+                "subflows_established": (
+                    subflows.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0) if mptcp
+                    else 0 if o.error else 1),
                 "error": o.error,
             })
         flags = self._flags(rc, flows, outcomes, cpu, counters)

@@ -6,7 +6,6 @@ import signal
 import subprocess
 import time
 
-import pytest
 
 from tests.conftest import ROOT, needs_root
 
