@@ -62,7 +62,6 @@ def _new_session_and_die_with_parent() -> None:
 class Tracked:
     label: str
     proc: subprocess.Popen
-    deadline: float | None = None
 
 
 @dataclass
@@ -72,13 +71,12 @@ class ProcessTracker:
 
     def spawn(self, label: str, argv: list[str], ns_pid: int | None = None,
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-              env: dict | None = None, lifetime: float | None = None) -> subprocess.Popen:
-        """Start a process; `lifetime` seconds after which `reap()` kills it."""
+              env: dict | None = None) -> subprocess.Popen:
+        """Start a process; it runs until it exits or `stop()` ends it."""
         proc = subprocess.Popen(in_netns(ns_pid, argv), stdin=subprocess.DEVNULL,
                                 stdout=stdout, stderr=stderr, env=env,
                                 preexec_fn=_new_session_and_die_with_parent)
-        deadline = time.monotonic() + lifetime if lifetime else None
-        self.procs.append(Tracked(label, proc, deadline))
+        self.procs.append(Tracked(label, proc))
         return proc
 
     def wait(self, procs: list[subprocess.Popen], deadline: float) -> list[subprocess.Popen]:
@@ -108,9 +106,6 @@ class ProcessTracker:
 
     def stop_all(self) -> None:
         self.stop([t.proc for t in self.procs])
-
-    def running(self) -> list[Tracked]:
-        return [t for t in self.procs if t.proc.poll() is None]
 
 
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
