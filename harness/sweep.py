@@ -24,7 +24,7 @@ from harness.fabric import Fabric
 from harness.fabrics import FABRICS
 from harness.procs import ProcessTracker, run
 from harness.results import RunStage, ensure_dir, give_to_invoking_user
-from harness.traffic import FlowOutcome, IperfDriver, TrafficError
+from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError
 from kernel import transport
 from kernel.mptcp_pm import UserspacePM
 from monitor import CpuMonitor
@@ -149,11 +149,7 @@ class Sweep:
         give_to_invoking_user(workload_dir / "matrix.json")
         flows = self.driver.endpoints(list(matrix.flows))
         mptcp = rc.subflows > 1
-        self.pm.reset()
-        self.pm.forget_expansions()
-        if mptcp:
-            for f in flows:
-                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), rc.subflows)
+        self.arm_path_manager(flows, rc.subflows)
 
         with RunStage(rc.run_dir(self.cfg.results)) as stage:
             started_at = time.time()
@@ -173,6 +169,15 @@ class Sweep:
                  f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %"
                  + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
         return rc.run_dir(self.cfg.results)
+
+    def arm_path_manager(self, flows: list[FlowEndpoints], subflows: int) -> None:
+        """Forget the previous run's connections and have each of these flows'
+        data connections opened with `subflows` subflows (1: none added)."""
+        self.pm.reset()
+        self.pm.forget_expansions()
+        if subflows > 1:
+            for f in flows:
+                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
 
     def _counters(self) -> dict[str, int]:
         """MPTCP MIB counters summed over every host namespace."""

@@ -31,10 +31,7 @@ def ft4(tmp_path_factory):
 
 def transfer(sweep: Sweep, subflows: int, logdir: Path, seconds: float = 4):
     flows = sweep.driver.endpoints([Flow(SRC, DST)])
-    sweep.pm.reset()
-    sweep.pm.forget_expansions()
-    for f in flows:
-        sweep.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
+    sweep.arm_path_manager(flows, subflows)
     [out] = sweep.driver.run(flows, mptcp=subflows > 1, time_s=seconds, logdir=logdir)
     return flows[0], out
 
