@@ -33,6 +33,7 @@ does, so a multi-homed host simply has several links with addresses.
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from mininet.topo import Topo
@@ -77,6 +78,26 @@ class DCTopo(Topo):
 
     def role(self, node: str) -> str:
         return self.nodeInfo(node)["role"]
+
+    def path_links(self, src: str, dst: str) -> int:
+        """Links on a shortest path between two nodes (host to host across
+        a FatTree's core: 6). Breadth-first over the topology's links."""
+        if src == dst:
+            return 0
+        neighbours: dict[str, set[str]] = {}
+        for a, b in self.links():
+            neighbours.setdefault(a, set()).add(b)
+            neighbours.setdefault(b, set()).add(a)
+        seen, frontier = {src: 0}, deque([src])
+        while frontier:
+            node = frontier.popleft()
+            for nxt in neighbours.get(node, ()):
+                if nxt not in seen:
+                    seen[nxt] = seen[node] + 1
+                    if nxt == dst:
+                        return seen[nxt]
+                    frontier.append(nxt)
+        raise ValueError(f"no path between {src} and {dst}")
 
 
 class FatTree(DCTopo):

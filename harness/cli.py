@@ -34,7 +34,10 @@ def parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
     p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
-    p.add_argument("--time", type=float, default=40.0, help="seconds of traffic per run (40)")
+    p.add_argument("--time", type=float, default=40.0,
+                   help="seconds of traffic counted per run, after the warm-up (40)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
     p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
     p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
     p.add_argument("--seed", type=int, default=0, help="traffic matrix and hash seed (0)")
@@ -43,6 +46,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
     p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--force", action="store_true",
+                   help="run even where the capacity guard says this machine cannot keep up "
+                        "(the runs are flagged over_capacity)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -68,7 +74,7 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     cfg = SweepConfig(k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
                       time_s=args.time, seed=args.seed, fabric=args.fabric, cc=args.cc,
-                      results=Path(args.results))
+                      results=Path(args.results), warmup_s=args.warmup, force=args.force)
     cfg.validate()
     check_size(cfg)
     return cfg, args
@@ -97,16 +103,23 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
     # Heavy imports only once the input is known to be good.
+    from harness import capacity
     from harness.sweep import Sweep, SweepError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
-    sweep = Sweep(cfg)
     try:
+        verdict = capacity.judge(cfg, capacity.calibration_for(cfg.fabric))
+        if not verdict.fits and not cfg.force:
+            print(f"{PROG}: error: capacity: {verdict.reason()}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(f"capacity: {verdict.reason()}" + ("; going on (--force), runs flagged over_capacity"
+                                                  if not verdict.fits else ""))
+        sweep = Sweep(cfg, capacity=verdict)
         sweep.run()
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; the network and every process of the sweep were removed, "
               "finished runs are kept", file=sys.stderr)
         return 130
-    except SweepError as exc:
+    except (SweepError, capacity.CalibrationError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     import plot

@@ -15,6 +15,16 @@ FABRICS = ("l3",)
 # Uncoupled algorithms the kernel ships; coupled ones (BPF) arrive with kernel/.
 CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
 MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
+# Warm-up before goodput is counted, at 10 Mb/s; scaled with the link rate
+# because what has to settle (slow start, subflow joins, queues filling) takes
+# a number of packets, not of seconds. At 10 Mb/s MPTCP-8 on FatTree(4) needs
+# about 5 s to reach its steady rate (results/README.md has the measurement).
+WARMUP_S_AT_10MBPS = 5.0
+WARMUP_MIN_S, WARMUP_MAX_S = 2.0, 20.0
+
+
+def default_warmup_s(bw_mbps: float) -> float:
+    return round(min(WARMUP_MAX_S, max(WARMUP_MIN_S, WARMUP_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
 
 
 class ConfigError(ValueError):
@@ -44,10 +54,11 @@ class RunConfig:
     workload: str
     subflows: int              # 1 means plain TCP, 2..8 MPTCP
     link: LinkParams
-    time_s: float
+    time_s: float              # seconds of traffic counted, after the warm-up
     seed: int
     fabric: str
     cc: str
+    warmup_s: float = 0.0      # seconds of traffic before counting starts
 
     @property
     def topology(self) -> str:
@@ -67,6 +78,7 @@ class RunConfig:
             "queue_pkts": self.link.queue_pkts,
             "offload": self.link.offload,
             "time_s": self.time_s,
+            "warmup_s": self.warmup_s,
             "seed": self.seed,
             "fabric": self.fabric,
             "cc": self.cc,
@@ -85,6 +97,12 @@ class SweepConfig:
     fabric: str = "l3"
     cc: str = "reno"
     results: Path = Path("results")
+    warmup_s: float | None = None     # None: default_warmup_s(link rate)
+    force: bool = False               # go on where the capacity guard refuses
+
+    @property
+    def warmup(self) -> float:
+        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
 
     def validate(self) -> None:
         if self.k < 4 or self.k % 2:
@@ -102,6 +120,8 @@ class SweepConfig:
                                   f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
         if not 2 <= self.time_s <= 3600:
             raise ConfigError(f"--time {self.time_s}: run length must be within 2..3600 s")
+        if self.warmup_s is not None and not 0 <= self.warmup_s <= 600:
+            raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
         if self.fabric not in FABRICS:
             raise ConfigError(f"unknown fabric {self.fabric!r}: choose one of {', '.join(FABRICS)}")
         if self.cc not in CONGESTION_CONTROLS:
@@ -111,7 +131,8 @@ class SweepConfig:
 
     def runs(self) -> list[RunConfig]:
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.time_s,
-                          seed=self.seed, fabric=self.fabric, cc=self.cc)
+                          seed=self.seed, fabric=self.fabric, cc=self.cc,
+                          warmup_s=self.warmup)
                 for w in self.workloads for n in self.subflows]
 
     def replace(self, **changes) -> "SweepConfig":

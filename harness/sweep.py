@@ -31,7 +31,13 @@ from monitor import CpuMonitor
 from workloads import Flow, TrafficMatrix, load_or_make
 
 SCHEMA = 1
-BASELINE_MAX_S = 10.0
+# The baseline is one TCP flow alone: it is at its steady rate within a
+# second, so a short measurement after a short warm-up is exact enough.
+BASELINE_S = 5.0
+BASELINE_WARMUP_S = 1.0
+BASELINE_ATTEMPTS = 3
+BASELINE_GOOD = 0.97
+PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
 
 
 class SweepError(RuntimeError):
@@ -39,24 +45,29 @@ class SweepError(RuntimeError):
 
 
 class Sweep:
-    def __init__(self, cfg: SweepConfig, say=print):
+    def __init__(self, cfg: SweepConfig, say=print, capacity=None):
+        """`capacity`: the capacity guard's verdict for this sweep
+        (harness.capacity.Verdict), recorded in every run."""
         self.cfg = cfg
         self.say = say
+        self.capacity = capacity
         self.topo = FatTree(k=cfg.k)
         self.fabric: Fabric = FABRICS[cfg.fabric](self.topo, cfg.link, seed=cfg.seed)
         self.procs = ProcessTracker()
         self.pm = UserspacePM()
         self.driver = IperfDriver(self.fabric, self.procs)
         self.baseline_mbps: float | None = None
+        self.baseline_attempts: list[float] = []
         self.environment: dict = {}
 
     # -- the whole sweep -----------------------------------------------------
     def run(self) -> list[Path]:
         runs = self.cfg.runs()
         written = []
+        t0 = time.monotonic()
         try:
             self.open()
-            self.baseline_mbps = self._measure_baseline()
+            self.baseline_mbps = self.measure_baseline()
             started = time.monotonic()
             for i, rc in enumerate(runs):
                 self._progress(i, len(runs), rc, started)
@@ -65,6 +76,13 @@ class Sweep:
             raise SweepError(str(exc)) from exc
         finally:
             self.close()
+        wall = time.monotonic() - t0
+        traffic = sum(rc.warmup_s + rc.time_s for rc in runs)
+        counted = sum(rc.time_s for rc in runs)
+        self.wall_s, self.traffic_s, self.counted_s = wall, traffic, counted
+        self.say(f"sweep: {len(runs)} runs in {_minutes(wall)}; traffic {_minutes(traffic)} "
+                 f"({_minutes(counted)} counted after warm-ups): wall / traffic = {wall / traffic:.2f}, "
+                 f"wall / counted = {wall / counted:.2f}")
         return written
 
     def open(self) -> None:
@@ -95,6 +113,7 @@ class Sweep:
             per_run = (time.monotonic() - started) / i
             eta = f", ETA {_minutes((total - i) * per_run)}"
         self.say(f"[{i + 1}/{total}] {rc.topology} {rc.workload} {label}, {rc.time_s:g} s"
+                 f" after {rc.warmup_s:g} s warm-up"
                  f" ({total - i - 1} left{eta})")
 
     # -- set-up ----------------------------------------------------------------
@@ -120,23 +139,39 @@ class Sweep:
             "host_sysctls": transport.read_sysctls(self.fabric.pid(first)),
         }
 
-    def _measure_baseline(self) -> float:
+    def measure_baseline(self) -> float:
         """The optimal rate as the 2013 harness defined it: one TCP flow alone
-        on an idle path, across the core, measured with this sweep's links."""
+        on an idle path, across the core, measured with this sweep's links.
+
+        A baseline measured low (a busy moment of the machine) would inflate
+        every "% of optimal", so it is measured again, up to BASELINE_ATTEMPTS
+        times, until it reaches BASELINE_GOOD of what the link can carry
+        (TCP payload per frame: 1448 of 1514 bytes); the best one is kept."""
         hosts = self.fabric.hosts()
-        flow = self.driver.endpoints([Flow(hosts[0], hosts[-1])])
-        seconds = min(BASELINE_MAX_S, self.cfg.time_s)
-        logdir = ensure_dir(self.cfg.results / self.topology_name) / f".baseline-{os.getpid()}"
-        try:
-            [outcome] = self.driver.run(flow, mptcp=False, time_s=seconds, logdir=logdir)
-        finally:
-            shutil.rmtree(logdir, ignore_errors=True)
-        if outcome.error or outcome.goodput_mbps <= 0:
-            raise SweepError(f"baseline flow {hosts[0]} -> {hosts[-1]} failed: "
-                             f"{outcome.error or 'no data arrived'}")
-        self.say(f"baseline: one TCP flow on an idle path carries {outcome.goodput_mbps:.2f} Mb/s "
-                 f"on {self.cfg.link.bw_mbps:g} Mb/s links")
-        return outcome.goodput_mbps
+        attainable = self.cfg.link.bw_mbps * PAYLOAD_PER_FRAME
+        attempts = []
+        for _ in range(BASELINE_ATTEMPTS):
+            flow = self.driver.endpoints([Flow(hosts[0], hosts[-1])])
+            seconds = min(BASELINE_S, self.cfg.time_s)
+            logdir = ensure_dir(self.cfg.results / self.topology_name) / f".baseline-{os.getpid()}"
+            try:
+                [outcome] = self.driver.run(flow, mptcp=False, time_s=seconds, logdir=logdir,
+                                            warmup_s=BASELINE_WARMUP_S)
+            finally:
+                shutil.rmtree(logdir, ignore_errors=True)
+            if outcome.error or outcome.goodput_mbps <= 0:
+                raise SweepError(f"baseline flow {hosts[0]} -> {hosts[-1]} failed: "
+                                 f"{outcome.error or 'no data arrived'}")
+            attempts.append(outcome.goodput_mbps)
+            if outcome.goodput_mbps >= BASELINE_GOOD * attainable:
+                break
+        best = max(attempts)
+        self.baseline_attempts = attempts
+        self.say(f"baseline: one TCP flow on an idle path carries {best:.2f} Mb/s "
+                 f"on {self.cfg.link.bw_mbps:g} Mb/s links ({100 * best / attainable:.0f} % of "
+                 f"the {attainable:.2f} Mb/s a link can carry"
+                 + (f"; best of {len(attempts)} measurements)" if len(attempts) > 1 else ")"))
+        return best
 
     @property
     def topology_name(self) -> str:
@@ -157,7 +192,7 @@ class Sweep:
             cpu = CpuMonitor(interval_s=1.0)
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
-                                           on_started=cpu.start)
+                                           on_started=cpu.start, warmup_s=rc.warmup_s)
             finally:
                 cpu.stop()
             deltas = transport.counter_delta(before, self._counters())
@@ -205,6 +240,7 @@ class Sweep:
                 "src": f.src, "dst": f.dst, "src_ip": f.src_ip, "dst_ip": f.dst_ip,
                 "client_port": f.client_port, "server_port": f.server_port,
                 "goodput_mbps": o.goodput_mbps, "seconds": o.seconds,
+                "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
                 "optimal_mbps": round(optimal, 4),
                 "pct_optimal": round(100.0 * o.goodput_mbps / optimal, 2),
                 "mptcp": mptcp,
@@ -215,6 +251,8 @@ class Sweep:
                 "error": o.error,
             })
         flags = self._flags(rc, flows, outcomes, cpu, counters)
+        if self.capacity is not None and not self.capacity.fits:
+            flags.append("over_capacity")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
         return {
             "schema": SCHEMA,
@@ -223,6 +261,7 @@ class Sweep:
             "started_at": _iso(started_at),
             "finished_at": _iso(time.time()),
             "baseline_mbps": self.baseline_mbps,
+            "baseline_attempts_mbps": self.baseline_attempts,
             "matrix": matrix.to_record(),
             "flows": flows,
             "summary": {
@@ -232,6 +271,7 @@ class Sweep:
                 "aggregate_mbps": round(sum(fl["goodput_mbps"] for fl in flows), 3),
             },
             "cpu_mean_pct": cpu.mean_pct(),
+            "capacity": self.capacity.as_record() if self.capacity is not None else None,
             "kernel_counters": counters,
             "valid": not flags,
             "flags": flags,

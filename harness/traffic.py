@@ -6,7 +6,10 @@ no --mptcp); TCP runs (one subflow) use plain iperf3, so no MPTCP is involved.
 
 Goodput comes from the server's JSON: bytes that arrived, over the seconds the
 server measured (DESIGN.md: the sender's figures count bytes written into the
-socket buffer, not bytes delivered).
+socket buffer, not bytes delivered). A run's flows send for warm-up + time
+seconds and only the server's one-second intervals that start after the
+warm-up are counted: slow start, subflow joins and queues filling up are not
+what the paper's steady-state figures measure.
 
 Every flow's client binds a known port (`--cport`) so the path manager can
 tell its data connection from iperf3's control connection, which goes to the
@@ -56,10 +59,36 @@ class FlowEndpoints:
 @dataclass
 class FlowOutcome:
     endpoints: FlowEndpoints
-    goodput_mbps: float
-    seconds: float
+    goodput_mbps: float        # after the warm-up
+    seconds: float             # seconds counted (after the warm-up)
     error: str | None          # iperf3's own error, or ours (timeout, no result)
     timed_out: bool
+    whole_mbps: float = 0.0    # over the whole transfer, warm-up included
+    first_data_s: float | None = None   # start of the first interval in which data arrived
+
+
+def receiver_goodput(server: dict | None, warmup_s: float) -> tuple[float, float, float, float | None]:
+    """(goodput after warm-up in Mb/s, seconds counted, whole-run Mb/s, first
+    data second) from an iperf3 server's JSON. Intervals starting before the
+    warm-up's end are left out (a small tolerance absorbs iperf3's timer
+    jitter); with no interval after it, nothing is counted."""
+    if not server:
+        return 0.0, 0.0, 0.0, None
+    counted_bytes = counted_s = 0.0
+    first_data = None
+    for iv in server.get("intervals") or []:
+        s = iv.get("sum") or {}
+        start, seconds, nbytes = float(s.get("start", 0)), float(s.get("seconds", 0)), s.get("bytes", 0)
+        if first_data is None and nbytes > 0:
+            first_data = start
+        if start >= warmup_s - 0.05:
+            counted_bytes += nbytes
+            counted_s += seconds
+    whole = ((server.get("end") or {}).get("sum_received")) or {}
+    whole_s = float(whole.get("seconds") or 0.0)
+    whole_mbps = 8.0 * whole.get("bytes", 0) / whole_s / 1e6 if whole_s > 0 else 0.0
+    goodput = 8.0 * counted_bytes / counted_s / 1e6 if counted_s > 0 else 0.0
+    return goodput, counted_s, whole_mbps, first_data
 
 
 def listening_ports(ns_pid: int) -> set[int]:
@@ -101,7 +130,10 @@ class IperfDriver:
         return out
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
-            logdir: Path, on_started=None) -> list[FlowOutcome]:
+            logdir: Path, on_started=None, warmup_s: float = 0.0) -> list[FlowOutcome]:
+        """Send every flow for warmup_s + time_s seconds; `on_started` is
+        called when the clients are started (monitors start there)."""
+        total_s = warmup_s + time_s
         logdir.mkdir(parents=True, exist_ok=True)
         wrap = ["mptcpize", "run"] if mptcp else []
         servers = [self.procs.spawn(
@@ -114,20 +146,21 @@ class IperfDriver:
             clients = [self.procs.spawn(
                 f"iperf3 client {f.src}->{f.dst}",
                 [*wrap, "iperf3", "-c", f.dst_ip, "-p", str(f.server_port),
-                 "-B", f.src_ip, "--cport", str(f.client_port), "-t", f"{time_s:g}", "-J",
+                 "-B", f.src_ip, "--cport", str(f.client_port), "-t", f"{total_s:g}", "-J",
                  "--connect-timeout", str(CONNECT_TIMEOUT_MS),
                  "--logfile", str(logdir / f"{f.index:04d}-client.json")],
                 ns_pid=self.fabric.pid(f.src)) for f in flows]
             if on_started:
                 on_started()
-            late = self.procs.wait(clients, time.monotonic() + time_s + FINISH_GRACE_S)
+            late = self.procs.wait(clients, time.monotonic() + total_s + FINISH_GRACE_S)
             self.procs.stop(late)
             # A server exits once its client's test is over; give it a moment.
             self.procs.stop(self.procs.wait(servers, time.monotonic() + 5))
         finally:
             self.procs.stop(servers)
         late_ids = {id(p) for p in late}
-        return [self._outcome(f, logdir, id(c) in late_ids) for f, c in zip(flows, clients)]
+        return [self._outcome(f, logdir, id(c) in late_ids, warmup_s)
+                for f, c in zip(flows, clients)]
 
     def _wait_listening(self, flows: list[FlowEndpoints]) -> None:
         wanted = defaultdict(set)
@@ -141,18 +174,17 @@ class IperfDriver:
             raise TrafficError(f"iperf3 servers not listening after {LISTEN_TIMEOUT_S} s")
 
     @staticmethod
-    def _outcome(f: FlowEndpoints, logdir: Path, timed_out: bool) -> FlowOutcome:
+    def _outcome(f: FlowEndpoints, logdir: Path, timed_out: bool, warmup_s: float) -> FlowOutcome:
         server = _read_json(logdir / f"{f.index:04d}-server.json")
         client = _read_json(logdir / f"{f.index:04d}-client.json")
         error = (client or {}).get("error") or (server or {}).get("error")
-        received = ((server or {}).get("end") or {}).get("sum_received") or {}
-        seconds = float(received.get("seconds") or 0.0)
-        goodput = 8.0 * received.get("bytes", 0) / seconds / 1e6 if seconds > 0 else 0.0
+        goodput, seconds, whole, first_data = receiver_goodput(server, warmup_s)
         if timed_out:
             error = error or "client did not finish in time"
         elif server is None:
             error = error or "no receiver-side result"
-        return FlowOutcome(f, round(goodput, 4), round(seconds, 3), error, timed_out)
+        return FlowOutcome(f, round(goodput, 4), round(seconds, 3), error, timed_out,
+                           round(whole, 4), first_data)
 
 
 def _read_json(path: Path) -> dict | None:

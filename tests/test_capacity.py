@@ -1,0 +1,92 @@
+"""The capacity guard: demand arithmetic, suggestions and the calibration
+cache (no root), and the guard as a user meets it through run_mptcp.sh."""
+import json
+import subprocess
+
+import pytest
+
+from dctopo import FatTree
+from harness import capacity
+from harness.config import LinkParams, SweepConfig
+from tests.conftest import ROOT, needs_root
+from workloads import Flow, TrafficMatrix, make_matrix
+
+
+def calibration(cost=1.0, idle=0.0, cpus=2, fabric="l3"):
+    machine = dict(capacity.machine(), cpus=cpus)
+    return capacity.Calibration(fabric=fabric, machine=machine, core_s_per_gbit_hop=cost,
+                                idle_pct=idle, measured={})
+
+
+@pytest.mark.parametrize("limit,rate", [(3.36, 3), (1.62, 1.5), (10, 10), (0.95, 0.8),
+                                        (73, 60), (100, 100), (0.012, 0.01)])
+def test_suggested_rates_are_round_and_never_above_the_limit(limit, rate):
+    assert capacity.nice_rate_at_most(limit) == pytest.approx(rate)
+
+
+def test_demand_counts_every_link_of_every_flows_path():
+    topo = FatTree(k=4)
+    across_core = TrafficMatrix("one_to_one", 0, (Flow("h0_0_0", "h3_1_1"),))
+    same_edge = TrafficMatrix("one_to_one", 0, (Flow("h0_0_0", "h0_0_1"),))
+    assert capacity.demand_gbit_hops(topo, across_core, 10) == pytest.approx(0.06)
+    assert capacity.demand_gbit_hops(topo, same_edge, 10) == pytest.approx(0.02)
+    # all_to_all: every host sends at most its link rate in total
+    hosts = sorted(topo.hosts())
+    a2a = capacity.demand_gbit_hops(topo, make_matrix("all_to_all", hosts, 0), 10)
+    assert a2a <= 16 * 10 * 6 / 1000
+
+
+def test_guard_refuses_with_a_rate_that_then_fits():
+    cal = calibration(cost=1.2, idle=1.0)
+    small = capacity.judge(SweepConfig(k=4), cal)
+    assert small.fits and small.suggested_bw_mbps is None
+    big = capacity.judge(SweepConfig(k=6), cal)
+    assert not big.fits
+    assert "--bw" in big.reason() and "--force" in big.reason()
+    assert 0 < big.suggested_bw_mbps < 10
+    again = capacity.judge(SweepConfig(k=6, link=LinkParams(bw_mbps=big.suggested_bw_mbps)), cal)
+    assert again.fits
+    assert again.as_record()["fits"] is True
+
+
+def test_prediction_scales_with_rate_and_cores():
+    cal2, cal4 = calibration(cpus=2), calibration(cpus=4)
+    at10 = capacity.judge(SweepConfig(k=4), cal2).predicted_cpu_pct
+    at20 = capacity.judge(SweepConfig(k=4, link=LinkParams(bw_mbps=20)), cal2).predicted_cpu_pct
+    assert at20 == pytest.approx(2 * at10)
+    assert capacity.judge(SweepConfig(k=4), cal4).predicted_cpu_pct == pytest.approx(at10 / 2)
+
+
+def test_calibration_cache_holds_only_for_the_same_machine_and_fabric(tmp_path, monkeypatch):
+    monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
+    cal = calibration(cpus=capacity.machine()["cpus"])
+    capacity.save(cal)
+    assert capacity.load("l3") == cal
+    assert capacity.load("openflow") is None
+    other = json.loads(capacity.cache_path("l3").read_text())
+    other["machine"]["kernel"] = "0.0.0-elsewhere"
+    capacity.cache_path("l3").write_text(json.dumps(other))
+    assert capacity.load("l3") is None       # another kernel: measure again
+    capacity.cache_path("l3").write_text("{not json")
+    assert capacity.load("l3") is None
+
+
+@needs_root
+def test_overloaded_sweep_is_refused_then_forced_and_flagged(tmp_path, no_leftovers):
+    earlier = tmp_path / "ft4" / "one_to_one" / "flows1"
+    earlier.mkdir(parents=True)
+    (earlier / "run.json").write_text('{"kept": true}')
+    argv = [str(ROOT / "run_mptcp.sh"), "4", "--subflows", "1", "--bw", "400", "--time", "4",
+            "--results", str(tmp_path)]
+    refused = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    [line] = refused.stderr.strip().splitlines()
+    assert "capacity" in line and "--bw" in line and "--force" in line
+    assert (earlier / "run.json").read_text() == '{"kept": true}'
+
+    forced = subprocess.run(argv + ["--force"], capture_output=True, text=True, timeout=300)
+    assert forced.returncode == 0, forced.stderr[-2000:]
+    rec = json.loads((earlier / "run.json").read_text())
+    assert rec["capacity"]["fits"] is False
+    assert "over_capacity" in rec["flags"] and not rec["valid"]
+    assert "cpu_saturated" in rec["flags"], rec["cpu_mean_pct"]
