@@ -91,3 +91,32 @@ def test_subflows_spread_over_the_core(ft4, tmp_path):
     assert out.goodput_mbps > 0 and total > 0
     used = [c for c, b in carried.items() if b > 0.05 * total]
     assert len(used) >= 3, carried
+
+
+def tx_bytes(sweep, node: str) -> dict[str, int]:
+    """Bytes each of a node's interfaces sent, from its namespace's /proc/net/dev."""
+    with open(f"/proc/{sweep.fabric.pid(node)}/net/dev") as f:
+        rows = [line.split() for line in f.readlines()[2:]]
+    return {r[0].rstrip(":"): int(r[9]) for r in rows if r[0] != "lo:"}
+
+
+def test_every_tier_spreads_upward_traffic(ft4, tmp_path):
+    """Hash polarization shows as one idle uplink at some tier (DESIGN.md):
+    all subflows that reached an aggregation switch left on one core link.
+    Every host of pod 0 sends 8 subflows to pod 2 (32 subflows); every edge
+    and aggregation switch on the way up must use both of its uplinks."""
+    half = 2
+    uplinks = {sw: [i.name for i in ft4.topo.interfaces(sw) if i.port >= half]
+               for sw in ("e0_0", "e0_1", "a0_0", "a0_1")}
+    flows = ft4.driver.endpoints([Flow(f"h0_{e}_{i}", f"h2_{e}_{i}") for e in (0, 1) for i in (0, 1)])
+    ft4.arm_path_manager(flows, 8)
+    before = {sw: tx_bytes(ft4, sw) for sw in uplinks}
+    outs = ft4.driver.run(flows, mptcp=True, time_s=4, logdir=tmp_path)
+    after = {sw: tx_bytes(ft4, sw) for sw in uplinks}
+    assert all(o.error is None and o.goodput_mbps > 0 for o in outs)
+    for sw, names in uplinks.items():
+        sent = {n: after[sw][n] - before[sw][n] for n in names}
+        total = sum(sent.values())
+        assert total > 0, sw
+        # an even split is 50 %; a polarized tier leaves one uplink at ~0
+        assert min(sent.values()) > 0.10 * total, (sw, sent)
