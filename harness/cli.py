@@ -46,6 +46,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
     p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--monitor-interval", type=float, default=1.0,
+                   help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
     p.add_argument("--force", action="store_true",
                    help="run even where the capacity guard says this machine cannot keep up "
                         "(the runs are flagged over_capacity)")
@@ -74,7 +76,8 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     cfg = SweepConfig(k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
                       time_s=args.time, seed=args.seed, fabric=args.fabric, cc=args.cc,
-                      results=Path(args.results), warmup_s=args.warmup, force=args.force)
+                      results=Path(args.results), warmup_s=args.warmup, force=args.force,
+                      monitor_interval_s=args.monitor_interval)
     cfg.validate()
     check_size(cfg)
     return cfg, args
@@ -127,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     ensure_dir(cfg.results / "plots")
     status = plot.main([str(cfg.results)])
     give_to_invoking_user(cfg.results / "plots")
+    give_to_invoking_user(cfg.results / "report.md")
     return status
 
 

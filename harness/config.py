@@ -59,6 +59,7 @@ class RunConfig:
     fabric: str
     cc: str
     warmup_s: float = 0.0      # seconds of traffic before counting starts
+    monitor_interval_s: float = 1.0
 
     @property
     def topology(self) -> str:
@@ -79,6 +80,7 @@ class RunConfig:
             "offload": self.link.offload,
             "time_s": self.time_s,
             "warmup_s": self.warmup_s,
+            "monitor_interval_s": self.monitor_interval_s,
             "seed": self.seed,
             "fabric": self.fabric,
             "cc": self.cc,
@@ -99,6 +101,7 @@ class SweepConfig:
     results: Path = Path("results")
     warmup_s: float | None = None     # None: default_warmup_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
+    monitor_interval_s: float = 1.0   # sampling period of every monitor
 
     @property
     def warmup(self) -> float:
@@ -127,12 +130,15 @@ class SweepConfig:
         if self.cc not in CONGESTION_CONTROLS:
             raise ConfigError(f"unknown congestion control {self.cc!r}: choose one of "
                               f"{', '.join(CONGESTION_CONTROLS)}")
+        if not 0.1 <= self.monitor_interval_s <= 60:
+            raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
+                              "sampling period must be within 0.1..60 s")
         self.link.validate()
 
     def runs(self) -> list[RunConfig]:
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.time_s,
                           seed=self.seed, fabric=self.fabric, cc=self.cc,
-                          warmup_s=self.warmup)
+                          warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s)
                 for w in self.workloads for n in self.subflows]
 
     def replace(self, **changes) -> "SweepConfig":

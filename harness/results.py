@@ -37,7 +37,7 @@ def give_to_invoking_user(path: Path) -> None:
     """Under sudo, hand what we wrote back to the user, so that plot.py can
     redraw without root."""
     uid, gid = os.environ.get("SUDO_UID"), os.environ.get("SUDO_GID")
-    if os.geteuid() != 0 or not uid or not gid:
+    if os.geteuid() != 0 or not uid or not gid or not path.exists():
         return
     for p in [path, *path.rglob("*")] if path.is_dir() else [path]:
         os.lchown(p, int(uid), int(gid))

@@ -27,7 +27,7 @@ from harness.results import RunStage, ensure_dir, give_to_invoking_user
 from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError
 from kernel import transport
 from kernel.mptcp_pm import UserspacePM
-from monitor import CpuMonitor
+from monitor import CpuMonitor, Monitors
 from workloads import Flow, TrafficMatrix, load_or_make
 
 SCHEMA = 1
@@ -189,15 +189,17 @@ class Sweep:
         with RunStage(rc.run_dir(self.cfg.results)) as stage:
             started_at = time.time()
             before = self._counters()
-            cpu = CpuMonitor(interval_s=1.0)
+            monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
+            monitors.watch(flows)
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
-                                           on_started=cpu.start, warmup_s=rc.warmup_s)
+                                           on_started=monitors.start, warmup_s=rc.warmup_s)
             finally:
-                cpu.stop()
+                monitors.stop()
             deltas = transport.counter_delta(before, self._counters())
-            cpu.write_csv(stage.path / "cpu.csv")
-            record = self._record(rc, matrix, outcomes, cpu, deltas, started_at)
+            monitors.write(stage.path)
+            record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
+            record["monitors"] = monitors.summary(from_s=rc.warmup_s)
             stage.commit(record)
         s = record["summary"]
         self.say(f"    mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "

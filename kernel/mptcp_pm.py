@@ -263,8 +263,10 @@ def _setns(fd: int) -> None:
         raise OSError(err, f"setns: {os.strerror(err)}")
 
 
-def _netlink_socket_in_netns(ns_pid: int) -> socket.socket:
-    """A NETLINK_GENERIC socket bound in the network namespace of ns_pid.
+def _netlink_socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.socket:
+    """A netlink socket (NETLINK_GENERIC unless told otherwise) created in the
+    network namespace of ns_pid; monitor.py opens rtnetlink and sock_diag
+    sockets through it too.
 
     setns() only moves the calling thread, and a socket stays in the
     namespace it was created in, so: enter, create, and go straight back.
@@ -276,7 +278,7 @@ def _netlink_socket_in_netns(ns_pid: int) -> socket.socket:
             _setns(target)
             try:
                 sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                                     NETLINK_GENERIC)
+                                     protocol)
             finally:
                 try:
                     _setns(home)

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""What the monitors cost: FatTree(4), one_to_one, MPTCP with 8 subflows.
+
+    sudo .venv/bin/python bench/monitor_cost.py [--time S] [--interval S]
+
+Builds the network as the sweep does (Sweep.open/close), then runs the same
+traffic twice: once with CpuMonitor alone (what the sweep had before), once
+with every monitor (CPU, ports of every switch, RTT of every flow's subflows,
+subflow counts) at the same interval. Prints, for each: the machine's CPU
+during the traffic, the CPU this Python process used (its path manager, the
+monitors, the main thread), and the monitor threads' own CPU as % of one core.
+The last figure is the cost of measuring; the target is <= 3 % of one core.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from harness.config import LinkParams, SweepConfig  # noqa: E402
+from harness.sweep import Sweep  # noqa: E402
+from monitor import CpuMonitor, Monitors  # noqa: E402
+from workloads import make_matrix  # noqa: E402
+
+K, WORKLOAD, SUBFLOWS = 4, "one_to_one", 8
+
+
+def process_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def one_run(sweep: Sweep, mon: Monitors, flows_of, seconds: float, logdir: Path) -> dict:
+    flows = sweep.driver.endpoints(flows_of)
+    sweep.arm_path_manager(flows, SUBFLOWS)
+    mon.watch(flows, subflows=SUBFLOWS)
+    c0, t0 = process_cpu_s(), time.monotonic()
+    try:
+        outcomes = sweep.driver.run(flows, True, seconds, logdir, on_started=mon.start)
+    finally:
+        mon.stop()
+    wall = time.monotonic() - t0
+    errors = [o.error for o in outcomes if o.error]
+    if errors:
+        raise SystemExit(f"traffic failed: {errors[:3]}")
+    return {"machine_cpu_pct": mon.cpu.mean_pct(),
+            "process_cpu_pct": 100 * (process_cpu_s() - c0) / wall,
+            "goodput_mbps": sum(o.goodput_mbps for o in outcomes),
+            "rtt_dumps": mon.rtt.dumps if mon.rtt else None,
+            "summary": mon.summary(from_s=2.0)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time", type=float, default=20.0, help="seconds of traffic per pass")
+    ap.add_argument("--interval", type=float, default=1.0, help="sampling interval, s")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        raise SystemExit("monitor_cost.py: must be run as root (it builds network namespaces)")
+
+    tmp = Path(tempfile.mkdtemp(prefix="monitor-cost-"))
+    cfg = SweepConfig(k=K, link=LinkParams(bw_mbps=10, queue_pkts=100), time_s=args.time,
+                      seed=0, results=tmp)
+    sweep = Sweep(cfg, say=print)
+    try:
+        sweep.open()
+        flows_of = list(make_matrix(WORKLOAD, sweep.fabric.hosts(), cfg.seed).flows)
+        passes = {
+            "CpuMonitor only": Monitors(args.interval, cpu=CpuMonitor()),
+            "all monitors": Monitors.for_fabric(sweep.fabric, sweep.pm, args.interval),
+        }
+        results = {}
+        for label, mon in passes.items():
+            print(f"{label}: {WORKLOAD}, {len(flows_of)} flows x {SUBFLOWS} subflows, {args.time:g} s ...",
+                  flush=True)
+            results[label] = one_run(sweep, mon, flows_of, args.time, tmp / label.replace(" ", "-"))
+    finally:
+        sweep.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"\nFatTree({K}), {WORKLOAD}, MPTCP-{SUBFLOWS}, {args.time:g} s, sampling every {args.interval:g} s")
+    print(f"{'':18} {'machine CPU':>12} {'process CPU':>12} {'monitors CPU':>13} {'goodput':>10}")
+    for label, r in results.items():
+        s = r["summary"]
+        print(f"{label:18} {r['machine_cpu_pct']:>10.1f} % {r['process_cpu_pct']:>8.1f} %/core "
+              f"{s['monitor_cpu_pct']:>7.3f} %/core {r['goodput_mbps']:>6.1f} Mb/s")
+    full = results["all monitors"]["summary"]
+    print("\nmonitor threads' CPU, seconds:", full["monitor_cpu_s_by"],
+          f"(total {full['monitor_cpu_s']} s, {full['monitor_cpu_pct']} % of one core; "
+          f"errors {full['monitor_errors']}; socket dumps by the RTT monitor: "
+          f"{results['all monitors']['rtt_dumps']})")
+    print("summary of the full pass (after 2 s):",
+          {k: v for k, v in full.items() if not k.startswith("monitor_")})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+"""results/report.md: every figure, and per topology and workload a table of
+the runs beside the paper's values."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from figures.runs import PAPER, Drawn, Run, common, subflow_label, sweep, title
+from figures.samples import CpuStats, RttStats
+
+FIGURES = {"throughput": "Throughput and rank of flows (paper Fig 2, 3)",
+           "link-util": "Rank of link utilisation (2013 Fig 4)",
+           "rtt": "RTT of the data subflows (2013 Fig 11)",
+           "queue": "Queue occupancy over time (2013 Fig 10, 12)"}
+
+
+@dataclass
+class Section:
+    """What the report says about one (topology, workload)."""
+    topology: str
+    workload: str
+    runs: dict[int, Run]
+    figures: dict[str, Path | str] = field(default_factory=dict)   # kind -> PNG, or why not drawn
+    cpu: dict[int, CpuStats] = field(default_factory=dict)
+    util: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    rtt: dict[int, RttStats] = field(default_factory=dict)
+    unusable: dict[int, str] = field(default_factory=dict)            # flows<N> whose run.json was skipped
+    drawn: dict[str, Drawn | dict] = field(default_factory=dict)      # kind -> what the figure shows
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt(v: float | None, digits: int = 1) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def _figure(results: Path, name: str, fig: Path | str | None) -> str:
+    if fig is None:
+        return ""
+    if isinstance(fig, Path):
+        rel = Path(os.path.relpath(fig, results)).as_posix()
+        return f"![{name}]({rel})\n"
+    return f"*{name}: not drawn ({fig}).*\n"
+
+
+def table(s: Section) -> list[str]:
+    k = next(iter(s.runs.values())).config.get("k")
+    paper = PAPER.get((k, s.workload), {})
+    rows = ["| Subflows | Mean % | p10 % | Min % | Paper mean % | CPU % | Link util % | RTT ms (mean ± sd) "
+            "| Valid | Flags |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
+    for n in sorted(set(sweep(s.runs)) | set(paper) | set(s.unusable)):
+        ref = str(paper[n]) if n in paper else "–"
+        label = f"{subflow_label(n)} ({n})" if n == 1 else str(n)
+        run = s.runs.get(n)
+        if run is None:
+            what = f"unusable run.json: {_cell(s.unusable[n])}" if n in s.unusable else "missing (no run)"
+            rows.append(f"| {label} | {what} | | | {ref} | | | | | |")
+            continue
+        cpu = s.cpu.get(n)
+        cpu_text = "–" if cpu is None else _fmt(cpu.mean) + (" (run.json)" if cpu.source == "run.json" else "")
+        util = s.util.get(n, {}).get("all")
+        rtt = s.rtt.get(n)
+        rows.append(f"| {label} | {run.mean:.1f} | {run.p10:.1f} | {run.min:.1f} | {ref} | {cpu_text} "
+                    f"| {_fmt(float(np.mean(util)) if util else None)} "
+                    f"| {'–' if rtt is None else f'{rtt.mean:.1f} ± {rtt.sd:.1f}'} "
+                    f"| {'yes' if run.valid else '**NO**'} | {_cell(', '.join(run.flags))} |")
+    return rows
+
+
+def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, Path | str],
+                 notes: list[str], out: Path) -> None:
+    lines = ["# Results report", "",
+             f"Drawn by `plot.py {results}` from the run records under this directory. "
+             "Throughput is goodput at the receiver over the counted window, as % of the "
+             "optimal (a single flow alone on the network). Paper: Raiciu et al., SIGCOMM 2011, "
+             "FatTree one_to_one (Fig 2). CPU: the machine's, % of all cores, over the counted "
+             "window (\"(run.json)\": the whole-run mean, no usable cpu.csv). Link util: mean over "
+             "every switch port. RTT: the kernel's smoothed RTT of the data subflows. "
+             "See README.md here for how each figure is computed.", ""]
+    for s in sections:
+        runs = s.runs
+        lines += [f"## {s.topology} / {s.workload}", "",
+                  f"{title(s.topology, s.workload, runs)}; queues {common(runs, 'queue_pkts', ' packets')}, "
+                  f"warm-up {common(runs, 'warmup_s', ' s')}, fabric {common(runs, 'fabric')}, "
+                  f"seed {common(runs, 'seed')}.", ""]
+        lines += table(s) + [""]
+        for kind, name in FIGURES.items():
+            text = _figure(results, name, s.figures.get(kind))
+            if text:
+                lines += [text]
+    if cpu_figures:
+        lines += ["## CPU across FatTree sizes (2013 Fig 5)", ""]
+        for workload, fig in cpu_figures.items():
+            lines += [_figure(results, f"{workload} CPU", fig)]
+    lines += ["## Notes", ""]
+    lines += [f"- {n}" for n in notes] or ["- none: every run and sample file was usable."]
+    tmp = out.with_name(f".{out.name}.tmp")   # replaced whole: also over a copy someone else owns
+    tmp.write_text("\n".join(lines).rstrip() + "\n")
+    os.replace(tmp, out)

@@ -1,0 +1,213 @@
+"""Runs as the figures see them: run.json read and checked, grouped per
+(topology, workload), plus the labels, colours and notes every figure shares."""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+# Raiciu et al., SIGCOMM 2011, FatTree one_to_one: {(k, workload): {subflows: % of optimal}}.
+PAPER = {
+    (4, "one_to_one"): {1: 60, 4: 89, 5: 89, 6: 89, 7: 89, 8: 89},
+    (8, "one_to_one"): {1: 50, 8: 93},
+}
+TCP_COLOR, MPTCP_COLOR, INVALID_COLOR, PAPER_COLOR = "#7f7f7f", "#1f77b4", "#d9d9d9", "#d62728"
+FLAG_COLOR = "#a00000"
+RUN_DIR = re.compile(r"flows(\d+)")
+
+NOTES: list[str] = []   # every note of this invocation, for the report
+
+
+def note(msg: str) -> None:
+    """One line on stderr (and kept for the report's notes)."""
+    NOTES.append(msg)
+    print(f"plot.py: {msg}", file=sys.stderr)
+
+
+@dataclass
+class Run:
+    """One run.json, reduced to what the figures need."""
+    path: Path
+    topology: str
+    workload: str
+    subflows: int
+    config: dict
+    pcts: list[float]   # flows[].pct_optimal, in file order
+    valid: bool
+    flags: list[str]
+    cpu_mean_pct: float | None = None   # run.json's, over the whole run
+
+    @property
+    def dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.pcts))
+
+    @property
+    def p10(self) -> float:
+        return float(np.percentile(self.pcts, 10))
+
+    @property
+    def min(self) -> float:
+        return float(np.min(self.pcts))
+
+    def number(self, field: str, default: float | None = None) -> float | None:
+        """A numeric config value, or `default` when absent or not a number."""
+        v = self.config.get(field)
+        return float(v) if _is_number(v) else default
+
+    @property
+    def window(self) -> tuple[float, float]:
+        """The counted window in sample time (t_s since the traffic started):
+        from the end of the warm-up to its end plus time_s (half a second of
+        slack for the sample taken as the traffic stops)."""
+        start = self.number("warmup_s", 0.0)
+        time_s = self.number("time_s")
+        return start, (start + time_s + 0.5 if time_s else math.inf)
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def parse_run(path: Path, topology: str, workload: str, subflows: int) -> Run:
+    """Read one run.json; ValueError (one line) if it is unusable."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"unreadable: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("config"), dict):
+        raise ValueError("no 'config' object")
+    cfg = doc["config"]
+    seen = (cfg.get("topology"), cfg.get("workload"), cfg.get("subflows"))
+    if seen != (topology, workload, subflows):
+        raise ValueError(f"config says {seen}, directory says {(topology, workload, subflows)}")
+    flows = doc.get("flows")
+    if not isinstance(flows, list) or not flows:
+        raise ValueError("no flows")
+    pcts = [f.get("pct_optimal") if isinstance(f, dict) else None for f in flows]
+    if not all(_is_number(p) for p in pcts):
+        raise ValueError("a flow lacks a numeric pct_optimal")
+    if not isinstance(doc.get("valid"), bool):
+        raise ValueError("no boolean 'valid'")
+    flags = doc.get("flags") or []
+    flags = [str(f) for f in flags] if isinstance(flags, list) else [str(flags)]
+    cpu = doc.get("cpu_mean_pct")
+    return Run(path, topology, workload, subflows, cfg, [float(p) for p in pcts], doc["valid"], flags,
+               float(cpu) if _is_number(cpu) else None)
+
+
+def load_runs(results: Path, skipped: dict[Path, str] | None = None) -> list[Run]:
+    """Every usable run under results/<topology>/<workload>/flows<N>/run.json;
+    the unusable ones are noted (and put in `skipped`, path -> reason)."""
+    runs = []
+    for path in sorted(results.glob("*/*/*/run.json")):
+        parts = path.relative_to(results).parts
+        if any(p.startswith(".") for p in parts) or parts[0] == "plots":
+            continue
+        m = RUN_DIR.fullmatch(parts[2])
+        reason = None
+        if not m:
+            reason = "directory is not named flows<N>"
+        else:
+            try:
+                runs.append(parse_run(path, parts[0], parts[1], int(m.group(1))))
+            except ValueError as e:
+                reason = str(e)
+        if reason:
+            note(f"skipping {path}: {reason}")
+            if skipped is not None:
+                skipped[path] = reason
+    return runs
+
+
+def group(runs: list[Run]) -> dict[tuple[str, str], dict[int, Run]]:
+    """{(topology, workload): {subflows: run}}, sorted by key."""
+    groups: dict[tuple[str, str], dict[int, Run]] = {}
+    for r in runs:
+        groups.setdefault((r.topology, r.workload), {})[r.subflows] = r
+    return {key: dict(sorted(g.items())) for key, g in sorted(groups.items())}
+
+
+def sweep(runs: dict[int, Run]) -> list[int]:
+    """The subflow counts a figure's axis spans: smallest to largest run."""
+    return list(range(min(runs), max(runs) + 1))
+
+
+def subflow_label(n: int) -> str:
+    return "TCP" if n == 1 else str(n)
+
+
+def run_label(run: Run) -> str:
+    """'TCP' or 'MPTCP-4', plus INVALID and the flags when the run is invalid."""
+    text = "TCP" if run.subflows == 1 else f"MPTCP-{run.subflows}"
+    return text if run.valid else f"{text} INVALID ({flag_text(run)})"
+
+
+def flag_text(run: Run, most: int = 3) -> str:
+    shown = run.flags[:most] + ([f"+{len(run.flags) - most} more"] if len(run.flags) > most else [])
+    return ", ".join(shown) or "no flags"
+
+
+def subflow_color(n: int):
+    """TCP grey; MPTCP 2..8 subflows along viridis (dark to green), the same in every figure."""
+    if n == 1:
+        return TCP_COLOR
+    return matplotlib.colormaps["viridis"](min(0.85, 0.8 * (n - 2) / 6))
+
+
+def common(runs: dict[int, Run], field: str, unit: str = "") -> str:
+    """One config value shared by the runs, or all of them marked as mixed."""
+    values = sorted({str(r.config.get(field, "?")) for r in runs.values()})
+    text = "/".join(values) + unit
+    return text if len(values) == 1 else f"{text} (MIXED)"
+
+
+def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
+    return (f"FatTree {topology} (k={common(runs, 'k')}), {workload}: "
+            f"{common(runs, 'bw_mbps', ' Mb/s')} links, {common(runs, 'time_s', ' s')} runs, "
+            f"cc={common(runs, 'cc')}")
+
+
+def window_text(runs: dict[int, Run]) -> str:
+    """'5–45 s', or every distinct window when the runs differ."""
+    spans = sorted({(r.window[0], r.window[1] - 0.5) for r in runs.values()})
+    text = "/".join(f"{a:g}–{b:g} s" if b != math.inf else f"from {a:g} s" for a, b in spans)
+    return text if len(spans) == 1 else f"{text} (MIXED)"
+
+
+def gaps_text(runs: dict[int, Run], skipped: dict[int, str], what: str) -> str:
+    """The note under a figure: subflow counts with no run, runs whose samples were skipped."""
+    parts = []
+    absent = [n for n in sweep(runs) if n not in runs]
+    if absent:
+        parts.append("No run (gap) for subflows " + ", ".join(map(str, absent)) + ".")
+    if skipped:
+        parts.append(f"Not in this {what}: " + "; ".join(
+            f"{subflow_label(n)} ({why})" for n, why in sorted(skipped.items())) + ".")
+    return " ".join(parts)
+
+
+@dataclass
+class Drawn:
+    """What a figure shows, read back from its artists: the data of its
+    lines/bars (shape per figure) and every visible text (titles, labels,
+    legend entries, notes)."""
+    data: dict
+    texts: list[str]
+
+    def mentions(self, text: str) -> bool:
+        return any(text in t for t in self.texts)
+
+
+def read_back(fig, data: dict) -> Drawn:
+    from matplotlib.text import Text
+    return Drawn(data, [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()])
