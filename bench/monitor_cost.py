@@ -57,10 +57,24 @@ def one_run(sweep: Sweep, mon: Monitors, flows_of, seconds: float, logdir: Path)
             "summary": mon.summary(from_s=2.0)}
 
 
+def _mean_of(runs: list[dict]) -> dict:
+    """The passes of one kind averaged; the summary is the last pass's, with
+    the monitors' CPU averaged."""
+    n = len(runs)
+    summary = dict(runs[-1]["summary"])
+    summary["monitor_cpu_pct"] = sum(r["summary"]["monitor_cpu_pct"] or 0 for r in runs) / n
+    return {"machine_cpu_pct": sum(r["machine_cpu_pct"] for r in runs) / n,
+            "process_cpu_pct": sum(r["process_cpu_pct"] for r in runs) / n,
+            "goodput_mbps": sum(r["goodput_mbps"] for r in runs) / n,
+            "rtt_dumps": runs[-1].get("rtt_dumps"), "summary": summary}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time", type=float, default=20.0, help="seconds of traffic per pass")
     ap.add_argument("--interval", type=float, default=1.0, help="sampling interval, s")
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="rounds of both passes, in ABBA order so drift does not favour either (2)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("monitor_cost.py: must be run as root (it builds network namespaces)")
@@ -76,16 +90,23 @@ def main() -> None:
             "CpuMonitor only": Monitors(args.interval, cpu=CpuMonitor()),
             "all monitors": Monitors.for_fabric(sweep.fabric, sweep.pm, args.interval),
         }
-        results = {}
-        for label, mon in passes.items():
-            print(f"{label}: {WORKLOAD}, {len(flows_of)} flows x {SUBFLOWS} subflows, {args.time:g} s ...",
-                  flush=True)
-            results[label] = one_run(sweep, mon, flows_of, args.time, tmp / label.replace(" ", "-"))
+        labels = list(passes)
+        order = [lab for r in range(args.rounds) for lab in (labels if r % 2 == 0 else labels[::-1])]
+        each: dict[str, list[dict]] = {lab: [] for lab in labels}
+        for i, label in enumerate(order):
+            print(f"[{i + 1}/{len(order)}] {label}: {WORKLOAD}, {len(flows_of)} flows x {SUBFLOWS} "
+                  f"subflows, {args.time:g} s ...", flush=True)
+            r = one_run(sweep, passes[label], flows_of, args.time, tmp / f"{i}-{label.replace(' ', '-')}")
+            print(f"    machine CPU {r['machine_cpu_pct']:.1f} %, monitors "
+                  f"{r['summary']['monitor_cpu_pct']:.3f} % of one core, {r['goodput_mbps']:.1f} Mb/s")
+            each[label].append(r)
+        results = {lab: _mean_of(rs) for lab, rs in each.items()}
     finally:
         sweep.close()
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"\nFatTree({K}), {WORKLOAD}, MPTCP-{SUBFLOWS}, {args.time:g} s, sampling every {args.interval:g} s")
+    print(f"\nFatTree({K}), {WORKLOAD}, MPTCP-{SUBFLOWS}, {args.time:g} s, sampling every "
+          f"{args.interval:g} s; means of {args.rounds} passes each")
     print(f"{'':18} {'machine CPU':>12} {'process CPU':>12} {'monitors CPU':>13} {'goodput':>10}")
     for label, r in results.items():
         s = r["summary"]
