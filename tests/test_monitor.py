@@ -373,14 +373,20 @@ def test_queue_samples_never_exceed_the_queue_limit(pair, tmp_path):
 def test_utilisation_of_a_saturated_link_is_near_and_not_above_100_pct(pair, tmp_path):
     fabric, procs, _ = pair
     slow_port(fabric, 5)
-    ports = PortMonitor({"r0": fabric.pid("r0")}, interval_s=0.25, bw_mbps=20)
-    out = saturate(fabric, procs, tmp_path, 5, Monitors(0.25, ports=ports))
     tolerance = 0.05
-    # r0-eth1 runs at 5 Mb/s: its utilisation is measured against that rate.
-    bottleneck = [u for u in ports.utilisation(bw_mbps=5) if u.intf == "r0-eth1"]
-    steady = [u.fraction for u in bottleneck if 1.0 <= u.t <= 4.5]
-    assert len(steady) >= 10
-    assert max(u.fraction for u in bottleneck) <= 1 + tolerance, bottleneck
+    # Never above the rate, on every attempt; near it needs CPU that a busy VM
+    # host can withhold for a moment (steal time), so a low mean is measured
+    # once more before it counts.
+    for attempt in range(2):
+        ports = PortMonitor({"r0": fabric.pid("r0")}, interval_s=0.25, bw_mbps=20)
+        out = saturate(fabric, procs, tmp_path / str(attempt), 5, Monitors(0.25, ports=ports))
+        # r0-eth1 runs at 5 Mb/s: its utilisation is measured against that rate.
+        bottleneck = [u for u in ports.utilisation(bw_mbps=5) if u.intf == "r0-eth1"]
+        steady = [u.fraction for u in bottleneck if 1.0 <= u.t <= 4.5]
+        assert len(steady) >= 10
+        assert max(u.fraction for u in bottleneck) <= 1 + tolerance, bottleneck
+        if sum(steady) / len(steady) >= 0.95:
+            break
     assert sum(steady) / len(steady) >= 0.95, steady
     # The reverse direction carries only ACKs; no 20 Mb/s port is above its rate either.
     assert all(u.fraction <= 1 + tolerance for u in ports.utilisation() if u.intf != "r0-eth1")
@@ -533,10 +539,14 @@ def test_sock_diag_reads_what_getsockopt_tcp_info_reports():
                 one, absent = rtt._socks["self"].requests(monitor.SOCK_DIAG_BY_FAMILY, [
                     monitor.diag_lookup(*mine.key),
                     monitor.diag_lookup("127.0.0.1", 1, "127.0.0.1", mine.dport)])
+                # More requests than go into one datagram: every one answered, in order.
+                many = rtt._socks["self"].requests(monitor.SOCK_DIAG_BY_FAMILY,
+                                                   [monitor.diag_lookup(*mine.key)] * 70)
             finally:
                 rtt.close()
             assert (mine.rtt_us, mine.cwnd, mine.token) == (rtt_us, cwnd, None)
             assert parse_diag(one) == mine and absent == errno.ENOENT
+            assert len(many) == 70 and all(parse_diag(r).key == mine.key for r in many)
             # IW10 plus slow start's growth for one ACK (a neighbouring field would read
             # e.g. ssthresh 2^31-1 or advmss 65483); a loopback RTT.
             assert 10 <= cwnd <= 16 and 0 < rtt_us < 100_000
