@@ -4,9 +4,9 @@ Each monitor samples in its own daemon thread on a fixed cadence (t0 + n *
 interval, default 1 s) and keeps its samples in memory until written:
 
 * `CpuMonitor`: the machine's CPU from /proc/stat (one file read) -> cpu.csv.
-* `PortMonitor`: per switch port, transmitted bytes and packets (the
-  device's counters), drops and queue backlog (its qdiscs), over one
-  rtnetlink socket per switch namespace -> ports.csv; link utilisation.
+* `PortMonitor`: per switch port, transmitted bytes and packets, drops and
+  queue backlog, from one qdisc dump per switch namespace per interval over
+  an rtnetlink socket -> ports.csv; link utilisation.
 * `RttMonitor`: smoothed RTT and cwnd of every TCP subflow of the watched
   connections, over one sock_diag socket per host namespace -> rtt.csv.
 * `SubflowMonitor`: subflows established per watched connection, from the
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from kernel.mptcp_pm import _netlink_socket_in_netns, _parse_attrs, _parse_error, _split_messages
+from kernel.mptcp_pm import _netlink_socket_in_netns, _parse_error, _split_messages
 
 # A run is "cpu_saturated" when every core is above SATURATED_PCT busy in more
 # than SATURATED_SHARE of the samples: past that, the emulator, not the
@@ -253,6 +253,7 @@ NLMSG_DONE = 3
 _NLMSGHDR = struct.Struct("=IHHII")   # len, type, flags, seq, portid
 _DUMP_TIMEOUT_S = 2.0
 _RECV_BYTES = 1 << 16         # above the kernel's 32 KiB dump chunks
+REQUESTS_PER_SEND = 32        # sock_diag replies are ~0.5 KB (a few KB of buffer each)
 
 
 class _Netlink:
@@ -272,17 +273,20 @@ class _Netlink:
             raise
         self.seq = 0
 
+    def _next_seq(self) -> int:
+        self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
+        return self.seq
+
     def dump(self, msg_type: int, payload: bytes) -> list[tuple[int, bytes]]:
         """Send a dump request; return (type, payload) of every reply message."""
-        self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
+        seq = self._next_seq()
         self.sock.send(_NLMSGHDR.pack(_NLMSGHDR.size + len(payload), msg_type,
-                                      NLM_F_REQUEST | NLM_F_DUMP, self.seq, 0) + payload)
+                                      NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + payload)
         replies = []
         while True:
-            buf = self.sock.recv(_RECV_BYTES)
-            for kind, flags, seq, body in _split_messages(buf):
-                if seq != self.seq:
-                    continue  # the tail of an earlier dump that timed out
+            for kind, flags, mseq, body in _split_messages(self.sock.recv(_RECV_BYTES)):
+                if mseq != seq:
+                    continue  # the tail of an earlier exchange that timed out
                 if kind == NLMSG_DONE:
                     return replies
                 if kind == NLMSG_ERROR:
@@ -293,31 +297,35 @@ class _Netlink:
                 replies.append((kind, body))
 
     def requests(self, msg_type: int, payloads: list[bytes]) -> list[bytes | int]:
-        """Send one non-dump request per payload, all in one datagram (the
-        kernel handles each message of it in turn), and return, in order,
-        each one's reply payload or, for a request that failed, its errno."""
-        if not payloads:
-            return []
-        first = self.seq + 1
-        batch = []
-        for i, payload in enumerate(payloads):
-            seq = (first + i) & 0xFFFFFFFF or 1
-            batch.append(_NLMSGHDR.pack(_NLMSGHDR.size + len(payload), msg_type, NLM_F_REQUEST,
-                                        seq, 0) + payload)
-        self.seq = (first + len(payloads) - 1) & 0xFFFFFFFF
-        index = {(first + i) & 0xFFFFFFFF or 1: i for i in range(len(payloads))}
-        self.sock.send(b"".join(batch))
+        """One non-dump request per payload; return, in order, each one's
+        reply payload or, for a request that failed, its errno.
+
+        Requests go REQUESTS_PER_SEND to a datagram (the kernel handles each
+        message of a datagram in turn): one system call instead of one per
+        request, and few enough replies at a time to fit the receive buffer
+        (a reply that does not fit is dropped)."""
+        out: list[bytes | int] = []
+        for i in range(0, len(payloads), REQUESTS_PER_SEND):
+            out += self._request_batch(msg_type, payloads[i:i + REQUESTS_PER_SEND])
+        return out
+
+    def _request_batch(self, msg_type: int, payloads: list[bytes]) -> list[bytes | int]:
+        seqs = [self._next_seq() for _ in payloads]
+        self.sock.send(b"".join(
+            _NLMSGHDR.pack(_NLMSGHDR.size + len(p), msg_type, NLM_F_REQUEST, seq, 0) + p
+            for seq, p in zip(seqs, payloads)))
+        index = {seq: i for i, seq in enumerate(seqs)}
         replies: list[bytes | int | None] = [None] * len(payloads)
         pending = len(payloads)
         while pending:
             for kind, flags, seq, body in _split_messages(self.sock.recv(_RECV_BYTES)):
                 i = index.get(seq)
                 if i is None or replies[i] is not None:
-                    continue  # an earlier batch's late reply
+                    continue  # an earlier exchange's late reply
                 if kind == NLMSG_ERROR:
                     err, _, _ = _parse_error(flags, body)
                     if not err:
-                        continue  # an ack: not asked for, ignore
+                        continue  # an ack, which was not asked for
                     replies[i] = err
                 else:
                     replies[i] = body
@@ -342,13 +350,31 @@ TCA_STATS_BASIC = 1           # struct gnet_stats_basic {u64 bytes; u32 packets}
 TCA_STATS_QUEUE = 3           # struct gnet_stats_queue {qlen backlog drops requeues overlimits}
 TCA_STATS_PKT64 = 8           # u64 packets, when they no longer fit the u32 above
 TC_H_ROOT = 0xFFFFFFFF
+NLA_TYPE_MASK = 0x3FFF
 
+_NLA = struct.Struct("=HH")               # len, type
 _IFINFOMSG = struct.Struct("=BxHiII")     # family, type, index, flags, change
 _IF_STATS_MSG = struct.Struct("=BxxxII")  # family, ifindex, filter_mask
 _TCMSG = struct.Struct("=BxxxiIII")       # family, ifindex, handle, parent, info
 _STATS64_TX = struct.Struct("=QQQQ")      # rx_packets tx_packets rx_bytes tx_bytes
 _GNET_BASIC = struct.Struct("=QI")
 _GNET_QUEUE = struct.Struct("=IIIII")
+_U32 = struct.Struct("=I")
+_U64 = struct.Struct("=Q")
+
+
+def _attr_at(buf: bytes, start: int, end: int, kind: int) -> tuple[int, int] | None:
+    """(start, end) of the payload of the first attribute `kind` among the
+    attributes in buf[start:end]. Offsets, not slices: the samplers parse
+    thousands of messages a second and only need a few fields of each."""
+    while start + 4 <= end:
+        length, k = _NLA.unpack_from(buf, start)
+        if length < 4:
+            return None
+        if k & NLA_TYPE_MASK == kind:
+            return start + 4, min(start + length, end)
+        start += (length + 3) & ~3
+    return None
 
 
 class Qdisc(NamedTuple):
@@ -358,6 +384,8 @@ class Qdisc(NamedTuple):
     kind: str
     qlen: int          # packets queued now
     drops: int         # cumulative
+    bytes: int = 0     # cumulative, handed on (to the device, for a root qdisc)
+    packets: int = 0
 
 
 class PortCounters(NamedTuple):
@@ -370,7 +398,8 @@ class PortCounters(NamedTuple):
 def parse_link(body: bytes) -> tuple[int, str, int]:
     """RTM_NEWLINK payload -> (ifindex, name, flags)."""
     _fam, _type, index, flags, _change = _IFINFOMSG.unpack_from(body)
-    name = _parse_attrs(body[_IFINFOMSG.size:]).get(IFLA_IFNAME, b"").rstrip(b"\0").decode()
+    at = _attr_at(body, _IFINFOMSG.size, len(body), IFLA_IFNAME)
+    name = body[at[0]:at[1]].rstrip(b"\0").decode() if at else ""
     return index, name, flags
 
 
@@ -378,28 +407,50 @@ def parse_link_stats(body: bytes) -> tuple[int, int, int] | None:
     """RTM_NEWSTATS payload -> (ifindex, tx_bytes, tx_packets), or None
     without 64-bit link stats."""
     _fam, index, _mask = _IF_STATS_MSG.unpack_from(body)
-    stats = _parse_attrs(body[_IF_STATS_MSG.size:]).get(IFLA_STATS_LINK_64)
-    if stats is None or len(stats) < _STATS64_TX.size:
+    at = _attr_at(body, _IF_STATS_MSG.size, len(body), IFLA_STATS_LINK_64)
+    if at is None or at[1] - at[0] < _STATS64_TX.size:
         return None
-    _rxp, tx_packets, _rxb, tx_bytes = _STATS64_TX.unpack_from(stats)
+    _rxp, tx_packets, _rxb, tx_bytes = _STATS64_TX.unpack_from(body, at[0])
     return index, tx_bytes, tx_packets
 
 
 def parse_qdisc(body: bytes) -> Qdisc:
-    """RTM_NEWQDISC payload -> its kind, place in the tree, backlog and drops."""
+    """RTM_NEWQDISC payload -> its kind, place in the tree, counters and backlog."""
     _fam, index, handle, parent, _info = _TCMSG.unpack_from(body)
-    attrs = _parse_attrs(body[_TCMSG.size:])
-    kind = attrs.get(TCA_KIND, b"").rstrip(b"\0").decode()
-    stats = _parse_attrs(attrs.get(TCA_STATS2, b""))
-    qlen = drops = 0
-    if len(stats.get(TCA_STATS_QUEUE, b"")) >= _GNET_QUEUE.size:
-        qlen, _backlog_bytes, drops, _requeues, _overlimits = _GNET_QUEUE.unpack_from(stats[TCA_STATS_QUEUE])
-    return Qdisc(index, handle, parent, kind, qlen, drops)
+    end = len(body)
+    at = _attr_at(body, _TCMSG.size, end, TCA_KIND)
+    kind = body[at[0]:at[1]].rstrip(b"\0").decode() if at else ""
+    qlen = drops = nbytes = packets = 0
+    stats = _attr_at(body, _TCMSG.size, end, TCA_STATS2)
+    if stats:
+        at = _attr_at(body, *stats, TCA_STATS_QUEUE)
+        if at and at[1] - at[0] >= _GNET_QUEUE.size:
+            qlen, _backlog_bytes, drops, _requeues, _overlimits = _GNET_QUEUE.unpack_from(body, at[0])
+        at = _attr_at(body, *stats, TCA_STATS_BASIC)
+        if at and at[1] - at[0] >= _GNET_BASIC.size:
+            nbytes, packets = _GNET_BASIC.unpack_from(body, at[0])
+        at = _attr_at(body, *stats, TCA_STATS_PKT64)
+        if at and at[1] - at[0] >= _U64.size:
+            (packets,) = _U64.unpack_from(body, at[0])
+    return Qdisc(index, handle, parent, kind, qlen, drops, nbytes, packets)
 
 
-def port_counters(names: dict[int, str], tx: dict[int, tuple[int, int]],
-                  qdiscs: list[Qdisc]) -> dict[str, PortCounters]:
-    """Combine one namespace's link stats and qdisc dump, per interface name.
+def counts_tx(q: Qdisc) -> bool:
+    """Whether a root qdisc sees every packet its interface sends: `noqueue`
+    (a virtual device's default) hands packets straight to the driver and
+    counts nothing."""
+    return q.kind not in ("", "noqueue")
+
+
+def port_counters(names: dict[int, str], qdiscs: list[Qdisc],
+                  device_tx: dict[int, tuple[int, int]] | None = None) -> dict[str, PortCounters]:
+    """One namespace's qdisc dump, per interface name.
+
+    tx bytes and packets are the root qdisc's: every packet the interface
+    sends passes through it, so they are what the device was handed (equal
+    to its own tx counters but for the packet in hand). `device_tx`
+    (ifindex -> (bytes, packets) from the device) stands in where the root
+    qdisc counts nothing (noqueue).
 
     Drops are the root qdisc's: HTB counts a packet its child pfifo refused
     (htb_enqueue: `if (net_xmit_drop_count(ret)) qdisc_qstats_drop(sch)`)
@@ -418,17 +469,21 @@ def port_counters(names: dict[int, str], tx: dict[int, tuple[int, int]],
     by_if: dict[int, list[Qdisc]] = defaultdict(list)
     for q in qdiscs:
         by_if[q.ifindex].append(q)
+    device_tx = device_tx or {}
     out = {}
     for index, name in names.items():
-        tx_bytes, tx_packets = tx.get(index, (0, 0))
         tree = by_if.get(index, [])
-        roots = [q for q in tree if q.parent == TC_H_ROOT]
+        root = next((q for q in tree if q.parent == TC_H_ROOT), None)
         children = [q for q in tree if q.parent != TC_H_ROOT]
         # A leaf: a child qdisc no other qdisc hangs under (major handle numbers).
         inner = {q.parent >> 16 for q in children}
         leaves = [q for q in children if q.handle >> 16 not in inner]
-        backlog = sum(q.qlen for q in leaves) if leaves else sum(q.qlen for q in roots)
-        out[name] = PortCounters(tx_bytes, tx_packets, sum(q.drops for q in roots), backlog)
+        backlog = sum(q.qlen for q in leaves) if leaves else (root.qlen if root else 0)
+        if root is not None and counts_tx(root):
+            tx_bytes, tx_packets = root.bytes, root.packets
+        else:
+            tx_bytes, tx_packets = device_tx.get(index, (0, 0))
+        out[name] = PortCounters(tx_bytes, tx_packets, root.drops if root else 0, backlog)
     return out
 
 
@@ -439,6 +494,10 @@ class _RtnlNode:
         self.nl = _Netlink(ns_pid, NETLINK_ROUTE)
         try:
             self.names = self._names()
+            # Interfaces whose root qdisc does not count what they send: only
+            # for them (none with our shaping) are the device counters read.
+            self.uncounted = set(self.names) - {q.ifindex for q in self._qdiscs()
+                                                if q.parent == TC_H_ROOT and counts_tx(q)}
         except BaseException:
             self.nl.close()
             raise
@@ -454,18 +513,25 @@ class _RtnlNode:
                     names[index] = name
         return names
 
-    def read(self) -> dict[str, PortCounters]:
-        """Two dumps: the interfaces' 64-bit counters, then every qdisc."""
+    def _qdiscs(self) -> list[Qdisc]:
+        return [parse_qdisc(body) for kind, body in
+                self.nl.dump(RTM_GETQDISC, _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0))
+                if kind == RTM_NEWQDISC]
+
+    def _device_tx(self) -> dict[int, tuple[int, int]]:
         tx = {}
         for kind, body in self.nl.dump(RTM_GETSTATS,
                                        _IF_STATS_MSG.pack(socket.AF_UNSPEC, 0, 1 << (IFLA_STATS_LINK_64 - 1))):
             parsed = parse_link_stats(body) if kind == RTM_NEWSTATS else None
             if parsed:
                 tx[parsed[0]] = parsed[1:]
-        qdiscs = [parse_qdisc(body) for kind, body in
-                  self.nl.dump(RTM_GETQDISC, _TCMSG.pack(socket.AF_UNSPEC, 0, 0, 0, 0))
-                  if kind == RTM_NEWQDISC]
-        return port_counters(self.names, tx, qdiscs)
+        return tx
+
+    def read(self) -> dict[str, PortCounters]:
+        """One qdisc dump (plus the devices' counters if some root qdisc
+        counts nothing)."""
+        qdiscs = self._qdiscs()
+        return port_counters(self.names, qdiscs, self._device_tx() if self.uncounted else None)
 
     def close(self) -> None:
         self.nl.close()
@@ -475,7 +541,7 @@ class PortSample(NamedTuple):
     t: float              # when this node was read, seconds since the start
     node: str
     intf: str
-    tx_bytes: int         # cumulative, as the device counts (frames with their Ethernet header)
+    tx_bytes: int         # cumulative, what the port sent (frames with their Ethernet header)
     tx_packets: int       # cumulative
     drops: int            # cumulative, packets the interface's egress qdiscs dropped
     backlog_pkts: int     # packets in the egress queue at that moment
@@ -652,17 +718,20 @@ def parse_diag(body: bytes) -> DiagSocket | None:
      _if, _cookie, _expires, _rq, _wq, _uid, _inode) = _DIAG_MSG.unpack_from(body)
     if family != socket.AF_INET:
         return None
-    attrs = _parse_attrs(body[_DIAG_MSG.size:])
-    info = attrs.get(INET_DIAG_INFO, b"")
-    if len(info) < _TCPI_CWND_OFF + 4:
+    end = len(body)
+    info = _attr_at(body, _DIAG_MSG.size, end, INET_DIAG_INFO)
+    if info is None or info[1] - info[0] < _TCPI_CWND_OFF + 4:
         return None
-    (rtt_us,) = struct.unpack_from("=I", info, _TCPI_RTT_OFF)
-    (cwnd,) = struct.unpack_from("=I", info, _TCPI_CWND_OFF)
+    (rtt_us,) = _U32.unpack_from(body, info[0] + _TCPI_RTT_OFF)
+    (cwnd,) = _U32.unpack_from(body, info[0] + _TCPI_CWND_OFF)
     token = None
-    ulp = _parse_attrs(attrs.get(INET_DIAG_ULP_INFO, b""))
-    mptcp = _parse_attrs(ulp.get(INET_ULP_INFO_MPTCP, b""))
-    if len(mptcp.get(MPTCP_SUBFLOW_ATTR_TOKEN_LOC, b"")) >= 4:
-        (token,) = struct.unpack_from("=I", mptcp[MPTCP_SUBFLOW_ATTR_TOKEN_LOC])
+    at = _attr_at(body, _DIAG_MSG.size, end, INET_DIAG_ULP_INFO)
+    if at:
+        at = _attr_at(body, *at, INET_ULP_INFO_MPTCP)
+    if at:
+        at = _attr_at(body, *at, MPTCP_SUBFLOW_ATTR_TOKEN_LOC)
+    if at and at[1] - at[0] >= 4:
+        (token,) = _U32.unpack_from(body, at[0])
     return DiagSocket(socket.inet_ntop(socket.AF_INET, src[:4]), int.from_bytes(sport, "big"),
                       socket.inet_ntop(socket.AF_INET, dst[:4]), int.from_bytes(dport, "big"),
                       token, rtt_us, cwnd, state)

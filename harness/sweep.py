@@ -190,7 +190,7 @@ class Sweep:
             started_at = time.time()
             before = self._counters()
             monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
-            monitors.watch(flows)
+            monitors.watch(flows, subflows=rc.subflows)
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
                                            on_started=monitors.start, warmup_s=rc.warmup_s)

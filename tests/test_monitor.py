@@ -44,18 +44,23 @@ def qdisc_msg(ifindex, handle, parent, kind, qlen, backlog, drops, nbytes=0, pac
 ROOT = monitor.TC_H_ROOT
 
 
-def htb_tree(ifindex, qlen, drops):
-    """Our links' tree: htb 1: at the root, pfifo 10: under class 1:1."""
-    return [Qdisc(ifindex, 0x10000, ROOT, "htb", qlen, drops),
-            Qdisc(ifindex, 0x100000, 0x10001, "pfifo", qlen, drops)]
-
-
 # --- parsing ------------------------------------------------------------------------
 
 
-def test_parse_qdisc_reads_kind_place_backlog_and_drops():
-    q = parse_qdisc(qdisc_msg(3, 0x100000, 0x10001, "pfifo", qlen=17, backlog=25738, drops=42))
-    assert q == Qdisc(ifindex=3, handle=0x100000, parent=0x10001, kind="pfifo", qlen=17, drops=42)
+def test_parse_qdisc_reads_kind_place_counters_and_backlog():
+    q = parse_qdisc(qdisc_msg(3, 0x100000, 0x10001, "pfifo", qlen=17, backlog=25738, drops=42,
+                              nbytes=6_000_000_000, packets=4_000_000))
+    assert q == Qdisc(ifindex=3, handle=0x100000, parent=0x10001, kind="pfifo", qlen=17, drops=42,
+                      bytes=6_000_000_000, packets=4_000_000)
+
+
+def test_parse_qdisc_prefers_64_bit_packets():
+    """Past 2^32 packets the kernel adds TCA_STATS_PKT64 beside the u32 count."""
+    stats2 = (nla(monitor.TCA_STATS_BASIC, struct.pack("=QI4x", 1, 5))
+              + nla(monitor.TCA_STATS_PKT64, struct.pack("=Q", 1 << 33)))
+    body = (struct.pack("=BxxxiIII", 0, 3, 0x10000, ROOT, 1) + nla(monitor.TCA_KIND, b"htb\0")
+            + nla(monitor.TCA_STATS2, stats2))
+    assert parse_qdisc(body).packets == 1 << 33
 
 
 def test_parse_qdisc_without_stats_reads_zero():
@@ -72,26 +77,26 @@ def test_parse_link_and_link_stats():
     assert parse_link_stats(struct.pack("=BxxxII", 0, 7, 1)) is None
 
 
-def test_port_counters_take_backlog_from_the_leaf_and_drops_from_the_root():
-    qdiscs = [Qdisc(2, 0x10000, ROOT, "htb", 9, 30),           # root counts its child's too
-              Qdisc(2, 0x100000, 0x10001, "pfifo", 9, 30),
-              Qdisc(3, 0, ROOT, "noqueue", 0, 0),                # no shaping: root is all there is
-              Qdisc(4, 0x10000, ROOT, "htb", 5, 4),              # two classes: two leaves
+def test_port_counters_take_tx_and_drops_from_the_root_and_backlog_from_the_leaf():
+    qdiscs = [Qdisc(2, 0x10000, ROOT, "htb", 9, 30, 1000, 10),   # root counts its child's drops too
+              Qdisc(2, 0x100000, 0x10001, "pfifo", 9, 30, 990, 9),
+              Qdisc(3, 0, ROOT, "noqueue", 0, 0),                # no shaping: the device counts
+              Qdisc(4, 0x10000, ROOT, "htb", 5, 4, 500, 5),      # two classes: two leaves
               Qdisc(4, 0x100000, 0x10001, "pfifo", 3, 1),
               Qdisc(4, 0x200000, 0x10002, "pfifo", 2, 3)]
-    names = {2: "s-eth0", 3: "s-eth1", 4: "s-eth2"}
-    tx = {2: (1000, 10), 4: (500, 5)}
-    out = port_counters(names, tx, qdiscs)
+    names = {2: "s-eth0", 3: "s-eth1", 4: "s-eth2", 5: "s-eth3"}
+    out = port_counters(names, qdiscs, device_tx={3: (700, 7), 2: (1, 1)})
     assert out["s-eth0"] == (1000, 10, 30, 9)
-    assert out["s-eth1"] == (0, 0, 0, 0)
+    assert out["s-eth1"] == (700, 7, 0, 0)
     assert out["s-eth2"] == (500, 5, 4, 5)
+    assert out["s-eth3"] == (0, 0, 0, 0)                          # nothing known of it
 
 
 def test_port_counters_find_leaves_below_an_inner_qdisc():
     # prio 1: at the root, htb 2: under 1:1, pfifo 20: under 2:1 -> the leaf is the pfifo.
     qdiscs = [Qdisc(2, 0x10000, ROOT, "prio", 6, 0), Qdisc(2, 0x20000, 0x10001, "htb", 6, 0),
               Qdisc(2, 0x200000, 0x20001, "pfifo", 6, 0)]
-    assert port_counters({2: "x"}, {}, qdiscs)["x"].backlog_pkts == 6
+    assert port_counters({2: "x"}, qdiscs)["x"].backlog_pkts == 6
 
 
 def tcp_info(rtt_us: int, cwnd: int, size: int = 232) -> bytes:
