@@ -1,7 +1,6 @@
 """The machine's CPU per FatTree size and subflow count (2013 reproduction, Fig 5)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -9,7 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from figures.runs import FLAG_COLOR, Run, flag_text, read_back, subflow_color, subflow_label, sweep
+from figures.runs import (FLAG_COLOR, Run, flag_text, save_figure, subflow_color, subflow_label,
+                          sweep)
 from figures.samples import CpuStats
 
 
@@ -116,12 +116,4 @@ def draw_cpu(workload: str, groups: dict[str, dict[int, Run]], stats: dict[str, 
             notes.append(f"{t}: no run (gap) for subflows {', '.join(map(str, absent))}.")
         for n, why in sorted(skipped.get(t, {}).items()):
             notes.append(f"{t} {subflow_label(n)}: not drawn ({why}).")
-    if notes:
-        fig.text(0.01, 0.002, textwrap.fill(" ".join(notes), 180), fontsize=8, color=FLAG_COLOR,
-                 va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.06, 1, 0.94))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    drawn = read_back(fig, drawn_cpu(fig))
-    plt.close(fig)
-    return drawn
+    return save_figure(fig, out, drawn_cpu, " ".join(notes), wrap=180, reserve=0.06)

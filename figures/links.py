@@ -1,12 +1,12 @@
 """Rank of link utilisation per subflow count (2013 reproduction, Fig 4)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from figures.runs import Run, gaps_text, read_back, run_label, subflow_color, title, window_text
+from figures.runs import (Run, gaps_text, run_label, save_figure, subflow_color, title,
+                          window_text)
 
 PANELS = (("all", "Every switch port"), ("core", "Core switch ports (core→agg)"),
           ("aggregation", "Aggregation switch ports (→edge, →core)"),
@@ -58,12 +58,5 @@ def draw_link_util(topology: str, workload: str, runs: dict[int, Run],
                     color="#777777", style="italic")
     fig.legend(handles=list(handles.values()), loc="outside right upper", fontsize=8,
                title="Run (dashed: invalid)", title_fontsize=8, labelspacing=0.9)
-    gaps = gaps_text(runs, skipped, "figure")
-    if gaps:
-        fig.text(0.01, 0.002, textwrap.fill(gaps, 190), fontsize=8, color="#a00000", va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.05, 1, 0.95))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    drawn = read_back(fig, drawn_lines(fig))
-    plt.close(fig)
-    return drawn
+    return save_figure(fig, out, drawn_lines, gaps_text(runs, skipped, "figure"),
+                       wrap=190, reserve=0.05)

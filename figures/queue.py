@@ -1,13 +1,12 @@
 """Queue occupancy over time for chosen runs (2013 reproduction, Fig 10 and 12)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures.runs import FLAG_COLOR, Run, gaps_text, read_back, run_label, title
+from figures.runs import FLAG_COLOR, Run, gaps_text, run_label, save_figure, title
 from figures.samples import Backlog
 
 CORE_COLOR, BUSIEST_COLOR = "#1f77b4", "#ff7f0e"
@@ -82,11 +81,4 @@ def draw_queue(topology: str, workload: str, runs: dict[int, Run], backlogs: dic
         ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     axes[-1, 0].set_xlabel("Time since the traffic started (s)")
     notes = " ".join(x for x in (gaps_text(runs, skipped, "figure's choice"), extra_note) if x)
-    if notes:
-        fig.text(0.01, 0.002, textwrap.fill(notes, 160), fontsize=8, color=FLAG_COLOR, va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.05, 1, 0.95))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    drawn = read_back(fig, drawn_queues(fig))
-    plt.close(fig)
-    return drawn
+    return save_figure(fig, out, drawn_queues, notes, wrap=160, reserve=0.05)

@@ -2,14 +2,13 @@
 (2013 reproduction, Fig 11; there from ping, here the kernel's smoothed RTT)."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from figures.runs import (FLAG_COLOR, Run, flag_text, gaps_text, read_back, subflow_color,
+from figures.runs import (FLAG_COLOR, Run, flag_text, gaps_text, save_figure, subflow_color,
                           subflow_label, sweep, title, window_text)
 from figures.samples import RttStats
 
@@ -77,12 +76,5 @@ def draw_rtt(topology: str, workload: str, runs: dict[int, Run], stats: dict[int
     ax.set_ylabel("Smoothed RTT (ms)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(handles=handles, fontsize=8, loc="upper left")
-    gaps = gaps_text(runs, skipped, "figure")
-    if gaps:
-        fig.text(0.01, 0.002, textwrap.fill(gaps, 140), fontsize=8, color=FLAG_COLOR, va="bottom")
-        fig.get_layout_engine().set(rect=(0, 0.06, 1, 0.94))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    drawn = read_back(fig, drawn_rtt(ax))
-    plt.close(fig)
-    return drawn
+    return save_figure(fig, out, lambda _fig: drawn_rtt(ax), gaps_text(runs, skipped, "figure"),
+                       wrap=140, reserve=0.06)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import math
 import re
 import sys
@@ -211,3 +212,19 @@ class Drawn:
 def read_back(fig, data: dict) -> Drawn:
     from matplotlib.text import Text
     return Drawn(data, [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()])
+
+
+def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
+                reserve: float = 0.05, dpi: int = 110) -> Drawn:
+    """Write the notes (gaps, skipped runs) along the bottom, keeping
+    `reserve` of the height for them, save the figure as PNG, read back what
+    it shows (`readout(fig)`) and close it."""
+    import matplotlib.pyplot as plt
+    if notes:
+        fig.text(0.01, 0.002, textwrap.fill(notes, wrap), fontsize=8, color=FLAG_COLOR, va="bottom")
+        fig.get_layout_engine().set(rect=(0, reserve, 1, 1 - reserve))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi)
+    drawn = read_back(fig, readout(fig))
+    plt.close(fig)
+    return drawn
