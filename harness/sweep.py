@@ -58,6 +58,9 @@ class Sweep:
         self.driver = IperfDriver(self.fabric, self.procs)
         self.baseline_mbps: float | None = None
         self.baseline_attempts: list[float] = []
+        # Set by run(): its wall time, and the traffic seconds of its runs
+        # with and without the warm-ups (bench/fidelity.py prints them).
+        self.wall_s = self.traffic_s = self.counted_s = 0.0
         self.environment: dict = {}
 
     # -- the whole sweep -----------------------------------------------------
@@ -150,9 +153,9 @@ class Sweep:
         hosts = self.fabric.hosts()
         attainable = self.cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         attempts = []
+        seconds = min(BASELINE_S, self.cfg.time_s)
         for _ in range(BASELINE_ATTEMPTS):
             flow = self.driver.endpoints([Flow(hosts[0], hosts[-1])])
-            seconds = min(BASELINE_S, self.cfg.time_s)
             logdir = ensure_dir(self.cfg.results / self.topology_name) / f".baseline-{os.getpid()}"
             try:
                 [outcome] = self.driver.run(flow, mptcp=False, time_s=seconds, logdir=logdir,

@@ -40,14 +40,18 @@ def netstat(sweep, host):
     return read_netstat(sweep.fabric.pid(host), ("MPTcpExt",))
 
 
+def dev_bytes(sweep, node: str) -> dict[str, tuple[int, int]]:
+    """(received, sent) bytes of each of a node's interfaces, from its
+    namespace's /proc/net/dev."""
+    with open(f"/proc/{sweep.fabric.pid(node)}/net/dev") as f:
+        rows = [line.split() for line in f.readlines()[2:]]
+    return {r[0].rstrip(":"): (int(r[1]), int(r[9])) for r in rows if r[0] != "lo:"}
+
+
 def core_bytes(sweep) -> dict[str, int]:
-    """Bytes received on every core switch, from its namespace's /proc/net/dev."""
-    totals = {}
-    for core in (s for s in sweep.topo.switches() if sweep.topo.role(s) == "core"):
-        with open(f"/proc/{sweep.fabric.pid(core)}/net/dev") as f:
-            rows = [line.split() for line in f.readlines()[2:]]
-        totals[core] = sum(int(r[1]) for r in rows if r[0] != "lo:")
-    return totals
+    """Bytes received on every core switch."""
+    return {core: sum(rx for rx, _ in dev_bytes(sweep, core).values())
+            for core in sweep.topo.switches() if sweep.topo.role(core) == "core"}
 
 
 def test_eight_subflows_are_established(ft4, tmp_path):
@@ -94,10 +98,8 @@ def test_subflows_spread_over_the_core(ft4, tmp_path):
 
 
 def tx_bytes(sweep, node: str) -> dict[str, int]:
-    """Bytes each of a node's interfaces sent, from its namespace's /proc/net/dev."""
-    with open(f"/proc/{sweep.fabric.pid(node)}/net/dev") as f:
-        rows = [line.split() for line in f.readlines()[2:]]
-    return {r[0].rstrip(":"): int(r[9]) for r in rows if r[0] != "lo:"}
+    """Bytes each of a node's interfaces sent."""
+    return {intf: tx for intf, (_, tx) in dev_bytes(sweep, node).items()}
 
 
 def test_every_tier_spreads_upward_traffic(ft4, tmp_path):
