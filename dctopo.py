@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 from mininet.topo import Topo
 
+from harness.config import LinkParams
+
 
 def intf_name(node: str, port: int) -> str:
     """The interface name of `node`'s `port` (Mininet's convention)."""
@@ -53,6 +55,7 @@ class Interface:
     peer: str
     peer_port: int
     ip: str | None       # "10.0.0.2/32" or None for an unnumbered port
+    link: LinkParams | None = None   # this link's own shaping; None: the fabric's
 
 
 class DCTopo(Topo):
@@ -69,7 +72,7 @@ class DCTopo(Topo):
                     found.append(Interface(
                         node=node, port=port, name=intf_name(node, port),
                         peer=info[f"node{other}"], peer_port=info[f"port{other}"],
-                        ip=info.get(f"params{end}", {}).get("ip")))
+                        ip=info.get(f"params{end}", {}).get("ip"), link=info.get("link")))
         return sorted(found, key=lambda i: i.port)
 
     def host_addresses(self, host: str) -> list[str]:
@@ -130,9 +133,56 @@ class FatTree(DCTopo):
                     self.addLink(agg, cores[j], port1=half + c, port2=p)
 
 
+def buffer_pkts(bw_mbps: float, buffer_ms: float) -> int:
+    """A buffer given in time (the paper's "80 ms of buffer") in MTU packets."""
+    return max(2, round(bw_mbps * 1e6 * buffer_ms / 1000 / (1514 * 8)))
+
+
+# seeds/002: WiFi 8 Mb/s, 20 ms RTT, 80 ms of buffer; 3G 2 Mb/s, 150 ms RTT, 2 s of buffer.
+WIFI = LinkParams(bw_mbps=8.0, queue_pkts=buffer_pkts(8.0, 80), delay_ms=10.0)
+CELL = LinkParams(bw_mbps=2.0, queue_pkts=buffer_pkts(2.0, 2000), delay_ms=75.0)
+# Fast enough never to be the bottleneck, deep enough never to drop.
+ACCESS = LinkParams(bw_mbps=1000.0, queue_pkts=1000)
+
+
+class WiFi3G(DCTopo):
+    """A multi-homed sender and receiver joined by a WiFi and a 3G path
+    (seeds/002; Raiciu et al., NSDI 2012, Fig. 4):
+
+        h1-eth0 10.1.0.2 -- s1 (wifi, 10.1.0.1) -- h2-eth0 10.1.1.2
+        h1-eth1 10.2.0.2 -- s2 (3g,   10.2.0.1) -- h2-eth1 10.2.1.2
+
+    h1 sends, h2 receives. Each path is an access link (fast, no delay)
+    followed by the path's own link, which carries its rate, buffer, delay
+    and loss: the buffer is the switch's queue towards h2, where the data
+    waits, and the path's delay is that link's, in both directions. A
+    connection between the wifi addresses uses the wifi path, one between the
+    3G addresses the 3G path; an MPTCP connection opened on wifi adds a
+    subflow between the 3G addresses.
+    """
+
+    def build(self, wifi: LinkParams = WIFI, cell: LinkParams = CELL, access: LinkParams = ACCESS):
+        self.paths = {"wifi": wifi, "3g": cell}
+        h1 = self.addHost("h1", role="host")
+        h2 = self.addHost("h2", role="host")
+        for port, (name, link) in enumerate(self.paths.items()):
+            net = port + 1
+            sw = self.addSwitch(f"s{net}", role=name, dpid=_dpid(1, 0, net),
+                                router_id=f"10.{net}.0.1")
+            self.addLink(h1, sw, port1=port, port2=0, params1={"ip": f"10.{net}.0.2/32"},
+                         link=access)
+            self.addLink(sw, h2, port1=1, port2=port, params2={"ip": f"10.{net}.1.2/32"},
+                         link=link)
+
+    def path_addresses(self, path: str) -> tuple[str, str]:
+        """(sender address, receiver address) of a path, "wifi" or "3g"."""
+        net = list(self.paths).index(path) + 1
+        return f"10.{net}.0.2", f"10.{net}.1.2"
+
+
 def _dpid(tier: int, pod: int, index: int) -> str:
     """A 16-hex-digit OpenFlow datapath id that encodes tier, pod and index."""
     return f"{tier:04x}{pod:06x}{index:06x}"
 
 
-TOPOLOGIES = {"ft": FatTree}
+TOPOLOGIES = {"ft": FatTree, "wifi3g": WiFi3G}

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from kernel.mptcp_pm import _netlink_socket_in_netns, _parse_error, _split_messages
+from kernel import netlink as nl
 
 # A run is "cpu_saturated" when every core is above SATURATED_PCT busy in more
 # than SATURATED_SHARE of the samples: past that, the emulator, not the
@@ -264,7 +264,7 @@ class _Netlink:
     monitor is not running)."""
 
     def __init__(self, ns_pid: int, protocol: int):
-        self.sock = _netlink_socket_in_netns(ns_pid, protocol)
+        self.sock = nl.socket_in_netns(ns_pid, protocol)
         try:
             self.sock.bind((0, 0))
             self.sock.settimeout(_DUMP_TIMEOUT_S)
@@ -284,13 +284,13 @@ class _Netlink:
                                       NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + payload)
         replies = []
         while True:
-            for kind, flags, mseq, body in _split_messages(self.sock.recv(_RECV_BYTES)):
+            for kind, flags, mseq, body in nl.split_messages(self.sock.recv(_RECV_BYTES)):
                 if mseq != seq:
                     continue  # the tail of an earlier exchange that timed out
                 if kind == NLMSG_DONE:
                     return replies
                 if kind == NLMSG_ERROR:
-                    err, _, text = _parse_error(flags, body)
+                    err, _, text = nl.parse_error(flags, body)
                     if err:
                         raise OSError(err, f"netlink dump {msg_type}: {text}".rstrip(": "))
                     continue
@@ -318,12 +318,12 @@ class _Netlink:
         replies: list[bytes | int | None] = [None] * len(payloads)
         pending = len(payloads)
         while pending:
-            for kind, flags, seq, body in _split_messages(self.sock.recv(_RECV_BYTES)):
+            for kind, flags, seq, body in nl.split_messages(self.sock.recv(_RECV_BYTES)):
                 i = index.get(seq)
                 if i is None or replies[i] is not None:
                     continue  # an earlier exchange's late reply
                 if kind == NLMSG_ERROR:
-                    err, _, _ = _parse_error(flags, body)
+                    err, _, _ = nl.parse_error(flags, body)
                     if not err:
                         continue  # an ack, which was not asked for
                     replies[i] = err

@@ -39,12 +39,29 @@ class LinkParams:
     # Segmentation offloads on the hosts' interfaces. Off, every packet in the
     # fabric is one MTU frame, so a queue limit in packets means packets.
     offload: bool = False
+    # One-way propagation delay, its jitter (uniform within +-jitter, never
+    # reordering) and random loss, each applied in both directions as
+    # Mininet's TCLink does (harness/links.py says how, with or without netem).
+    delay_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss_pct: float = 0.0
+
+    @property
+    def impaired(self) -> bool:
+        """True if the link has delay, jitter or loss on top of rate and queue."""
+        return bool(self.delay_ms or self.jitter_ms or self.loss_pct)
 
     def validate(self) -> None:
         if not 0.01 <= self.bw_mbps <= 10000:
             raise ConfigError(f"--bw {self.bw_mbps}: link rate must be within 0.01..10000 Mb/s")
         if not 2 <= self.queue_pkts <= 100000:
             raise ConfigError(f"--queue {self.queue_pkts}: queue length must be within 2..100000 packets")
+        if not 0 <= self.delay_ms <= 10000:
+            raise ConfigError(f"delay {self.delay_ms} ms: one-way delay must be within 0..10000 ms")
+        if not 0 <= self.jitter_ms <= self.delay_ms:
+            raise ConfigError(f"jitter {self.jitter_ms} ms: must be within 0..delay ({self.delay_ms} ms)")
+        if not 0 <= self.loss_pct < 100:
+            raise ConfigError(f"loss {self.loss_pct} %: must be within 0..100 %")
 
 
 @dataclass(frozen=True)

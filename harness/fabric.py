@@ -27,7 +27,8 @@ from mininet.node import Node
 from dctopo import DCTopo, Interface, intf_name
 from harness import links
 from harness.config import LinkParams
-from harness.procs import CommandError, run
+from harness.delayline import DelayLine, QueueSpec
+from harness.procs import CommandError, ProcessTracker, run
 
 NODE_SCRIPT_TIMEOUT = 60
 
@@ -57,11 +58,21 @@ class Fabric:
 
     name = "base"
 
-    def __init__(self, topo: DCTopo, link: LinkParams, seed: int = 0):
+    def __init__(self, topo: DCTopo, link: LinkParams, seed: int = 0,
+                 delay_backend: str | None = None):
+        """`link`: the shaping of every link that carries no LinkParams of its
+        own. `delay_backend`: how delay and loss are made, "netem" or
+        "nfqueue"; None picks netem where the kernel has it."""
         self.topo = topo
         self.link = link
         self.seed = seed
+        if delay_backend is None:
+            delay_backend = "netem" if links.netem_available() else "nfqueue"
+        self.delay_backend = delay_backend
         self.nodes: dict[str, NsNode] = {}
+        self.procs = ProcessTracker()
+        self.delay_line: DelayLine | None = None
+        self.delay_stats: list[dict] = []   # the delay line's, once stopped
 
     # -- the contract ------------------------------------------------------
     def start(self) -> None:
@@ -69,6 +80,7 @@ class Fabric:
             for name in self.topo.nodes():
                 self.nodes[name] = NsNode(name, inNamespace=True)
             self._create_links()
+            self._start_delay_line()
             for name in self.topo.nodes():
                 self._configure(name, self.node_script(name))
         except BaseException:
@@ -76,9 +88,21 @@ class Fabric:
             raise
 
     def stop(self) -> None:
+        if self.delay_line is not None:
+            self.delay_stats = self.delay_line.stop()
+            self.delay_line = None
+        self.procs.stop_all()
         for node in self.nodes.values():
             node.terminate()
         self.nodes.clear()
+
+    def link_of(self, intf: Interface) -> LinkParams:
+        """The shaping of the link `intf` belongs to."""
+        return intf.link or self.link
+
+    def delay_line_ok(self) -> bool:
+        """False if links need the delay line and it is no longer running."""
+        return self.delay_line is None or self.delay_line.alive()
 
     def pid(self, node: str) -> int:
         return self.nodes[node].pid
@@ -113,19 +137,31 @@ class Fabric:
 
     def host_script(self, host: str) -> list[str]:
         """Addresses, a default route through the first interface's switch,
-        shaping and offloads: the part every fabric shares."""
+        shaping and offloads: the part every fabric shares.
+
+        A host with several addressed interfaces also routes by source: what
+        leaves from an interface's address leaves through that interface
+        (table 100 + port), so a subflow bound to an address takes its path.
+        """
         intfs = self.topo.interfaces(host)
+        addressed = [i for i in intfs if i.ip]
         ip_lines, shell = ["link set lo up"], []
         for intf in intfs:
             ip_lines.append(f"link set {intf.name} up")
             if intf.ip:
                 ip_lines.append(f"addr add {intf.ip} dev {intf.name}")
-            shell += links.offload_commands(intf.name, self.link)
-        first = intfs[0]
+            shell += links.offload_commands(intf.name, self.link_of(intf))
+        first = addressed[0]
         ip_lines.append(f"route add default via {self.gateway(first)} dev {first.name} onlink "
                         f"src {first.ip.split('/')[0]}")
+        if len(addressed) > 1:
+            for intf in addressed:
+                table, src = 100 + intf.port, intf.ip.split("/")[0]
+                ip_lines += [f"rule add from {src} table {table} priority {1000 + intf.port}",
+                             f"route add default via {self.gateway(intf)} dev {intf.name} onlink "
+                             f"src {src} table {table}"]
         return [*_sysctl(common_sysctls()), *_batch("ip", ip_lines),
-                *_batch("tc", self.shaping_lines(host)), *shell]
+                *self.link_script(host), *shell]
 
     def gateway(self, intf: Interface) -> str:
         """The next hop address a host uses on `intf`."""
@@ -134,9 +170,42 @@ class Fabric:
     def switch_script(self, switch: str) -> list[str]:
         raise NotImplementedError
 
-    def shaping_lines(self, node: str) -> list[str]:
-        return [line for intf in self.topo.interfaces(node)
-                for line in links.tc_batch(intf.name, self.link)]
+    def link_script(self, node: str) -> list[str]:
+        """Shaping of every interface of `node` (rate, queue, and delay and
+        loss where a link has them), and the NFQUEUE rules that hand
+        arrivals to the delay line when it makes the delay."""
+        netem = self.delay_backend == "netem"
+        tc = [line for intf in self.topo.interfaces(node)
+              for line in links.tc_batch(intf.name, self.link_of(intf), netem=netem)]
+        queued = [(s.intf, s.queue) for s in self.delay_line.specs
+                  if s.ns_pid == self.pid(node)] if self.delay_line else []
+        return [*_batch("tc", tc), *_batch("iptables-restore --noflush",
+                                           links.nfqueue_rules(queued))]
+
+    # -- delay and loss without netem ------------------------------------------
+    def _queue_specs(self) -> list[QueueSpec]:
+        """One delay-line queue per interface of an impaired link (both ends),
+        numbered by port within its namespace."""
+        if self.delay_backend != "nfqueue":
+            return []
+        specs = []
+        for a, b, info in self.topo.links(withInfo=True):
+            link = info.get("link") or self.link
+            if not link.impaired:
+                continue
+            for node, port in ((a, info["port1"]), (b, info["port2"])):
+                specs.append(QueueSpec(ns_pid=self.pid(node), queue=port + 1,
+                                       intf=intf_name(node, port), delay_ms=link.delay_ms,
+                                       jitter_ms=link.jitter_ms, loss_pct=link.loss_pct,
+                                       seed=self.seed))
+        return specs
+
+    def _start_delay_line(self) -> None:
+        """Bind every queue before any rule sends packets to it."""
+        specs = self._queue_specs()
+        if specs:
+            self.delay_line = DelayLine(specs, self.procs)
+            self.delay_line.start()
 
 
 def common_sysctls() -> dict[str, str]:
@@ -158,10 +227,12 @@ def _sysctl(values: dict[str, str]) -> list[str]:
 
 
 def _batch(tool: str, lines: list[str]) -> list[str]:
-    """A heredoc feeding `ip -batch` or `tc -batch` from the node script."""
+    """A heredoc feeding `ip -batch`, `tc -batch` or iptables-restore from
+    the node script."""
     if not lines:
         return []
-    return [f"{tool} -batch - <<'EOF'", *lines, "EOF"]
+    command = tool if tool.startswith("iptables") else f"{tool} -batch -"
+    return [f"{command} <<'EOF'", *lines, "EOF"]
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:

@@ -47,7 +47,7 @@ class L3Fabric(Fabric):
         ip_lines = ["link set lo up", f"addr add {router_id}/32 dev lo"]
         ip_lines += [f"link set {i.name} up" for i in self.topo.interfaces(switch)]
         ip_lines += self.route_lines(switch)
-        return [*_sysctl(sysctls), *_batch("ip", ip_lines), *_batch("tc", self.shaping_lines(switch))]
+        return [*_sysctl(sysctls), *_batch("ip", ip_lines), *self.link_script(switch)]
 
     def hash_seed(self, switch: str) -> int:
         """A per-router seed, stable for a given sweep seed (u32, nonzero)."""

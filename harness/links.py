@@ -1,30 +1,72 @@
 """Link shaping that holds on kernels without sch_netem.
 
-Mininet's TCLink puts the queue limit into netem, which this kernel lacks, so
-the limit silently disappears. Here every interface at both ends of a link
-gets an HTB class at the link rate with a packet FIFO of `queue_pkts` under
-it: the rate is HTB's and the queue is the pfifo's, both present on a stock
-kernel. Delay and loss need netem or another mechanism and are refused here
-rather than dropped silently.
+Mininet's TCLink puts the queue limit, delay and loss into netem; on a kernel
+without netem all three silently disappear. Here:
+
+* rate and queue: every interface at both ends of a link gets an HTB class at
+  the link rate with a packet FIFO of `queue_pkts` under it, both present on
+  a stock kernel;
+* delay, jitter and loss, where the link has any:
+  - with sch_netem (`netem_available()`), netem replaces the FIFO under the
+    HTB class: the sending side delays, as Mininet does;
+  - without it, the receiving side delays: each end's *arriving* packets go
+    through an NFQUEUE to the fabric's delay line (harness/delayline.py).
+  Either way each direction of the link sees the delay and the loss once.
 """
 from __future__ import annotations
+
+import gzip
+import math
+import os
+import platform
+from pathlib import Path
 
 from harness.config import LinkParams
 
 # A single class never borrows, so HTB's quantum only has to hold one frame;
 # setting it avoids the kernel's "quantum is big" warning at high rates.
 HTB_QUANTUM = 1514
+FRAME_BITS = 1514 * 8
 
 
-def tc_batch(intf: str, link: LinkParams) -> list[str]:
-    """`tc -batch` lines shaping `intf`'s egress to the link's rate and queue."""
+def tc_batch(intf: str, link: LinkParams, netem: bool = False) -> list[str]:
+    """`tc -batch` lines shaping `intf`'s egress to the link's rate and queue,
+    and, with `netem`, its delay, jitter and loss."""
     rate = f"{link.bw_mbps:g}mbit"
-    return [
+    lines = [
         f"qdisc replace dev {intf} root handle 1: htb default 1",
         f"class replace dev {intf} parent 1: classid 1:1 htb rate {rate} ceil {rate} "
         f"quantum {HTB_QUANTUM}",
-        f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {link.queue_pkts}",
     ]
+    if netem and link.impaired:
+        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: {netem_args(link)}")
+    else:
+        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {link.queue_pkts}")
+    return lines
+
+
+def netem_args(link: LinkParams) -> str:
+    """netem under the HTB class. Its limit counts the packets being delayed
+    as well as those queued, so the delay line's share is added to the queue."""
+    in_flight = math.ceil(link.bw_mbps * 1e6 * (link.delay_ms + link.jitter_ms) / 1000 / FRAME_BITS)
+    args = f"netem limit {link.queue_pkts + in_flight}"
+    if link.delay_ms:
+        args += f" delay {link.delay_ms:g}ms"
+        if link.jitter_ms:
+            args += f" {link.jitter_ms:g}ms"
+    if link.loss_pct:
+        args += f" loss {link.loss_pct:g}%"
+    return args
+
+
+def nfqueue_rules(rules: list[tuple[str, int]]) -> list[str]:
+    """`iptables-restore --noflush` input sending what arrives on each
+    interface to its netfilter queue. The raw table runs before connection
+    tracking, which stays off."""
+    if not rules:
+        return []
+    return ["*raw", *(f"-A PREROUTING -i {intf} -j NFQUEUE --queue-num {queue}"
+                      for intf, queue in rules), "COMMIT"]
 
 
 def offload_commands(intf: str, link: LinkParams) -> list[str]:
@@ -36,3 +78,35 @@ def offload_commands(intf: str, link: LinkParams) -> list[str]:
     """
     state = "on" if link.offload else "off"
     return [f"ethtool -K {intf} tso {state} gso {state}"]
+
+
+def netem_available() -> bool:
+    """Whether this kernel has sch_netem, built in or as a module on disk.
+
+    Read from the kernel's configuration (/proc/config.gz or /boot); without
+    one, from the module lists. Nothing is loaded or created to find out.
+    """
+    release = platform.release()
+    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{release}")):
+        try:
+            opener = gzip.open if path.suffix == ".gz" else open
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_NET_SCH_NETEM="):
+                        value = line.strip().split("=", 1)[1]
+                        return value == "y" or (value == "m" and _module_on_disk(release))
+            return False
+        except OSError:
+            continue
+    return os.path.isdir("/sys/module/sch_netem") or _module_on_disk(release)
+
+
+def _module_on_disk(release: str) -> bool:
+    modules = Path(f"/lib/modules/{release}")
+    for listing in ("modules.builtin", "modules.dep"):
+        try:
+            if "sch_netem.ko" in (modules / listing).read_text():
+                return True
+        except OSError:
+            pass
+    return False

@@ -41,7 +41,6 @@ Typical use::
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import errno
 import ipaddress
@@ -54,6 +53,9 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
+from kernel import netlink as nl
+from kernel.netlink import NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR, SO_RCVBUFFORCE, SOL_NETLINK
+
 __all__ = ["Connection", "UserspacePM", "MAX_SUBFLOWS"]
 
 log = logging.getLogger(__name__)
@@ -63,20 +65,10 @@ log = logging.getLogger(__name__)
 MAX_SUBFLOWS = 8
 
 # --- netlink / generic netlink (include/uapi/linux/netlink.h, genetlink.h) ---
-NETLINK_GENERIC = 16
-SOL_NETLINK = 270
 NETLINK_ADD_MEMBERSHIP = 1
 NETLINK_CAP_ACK = 10          # errors echo only the header of our request
 NETLINK_EXT_ACK = 11          # ... plus the kernel's text message (extack)
 
-NLM_F_REQUEST = 0x01
-NLM_F_ACK = 0x04
-NLM_F_CAPPED = 0x100          # set on NLMSG_ERROR: original payload omitted
-NLM_F_ACK_TLVS = 0x200        # set on NLMSG_ERROR: extack attributes follow
-NLMSG_ERROR = 2
-NLMSGERR_ATTR_MSG = 1
-NLA_F_NESTED = 0x8000
-NLA_TYPE_MASK = 0x3FFF        # strips NLA_F_NESTED / NLA_F_NET_BYTEORDER
 
 GENL_ID_CTRL = 0x10
 CTRL_CMD_GETFAMILY = 3
@@ -86,9 +78,7 @@ CTRL_ATTR_MCAST_GROUPS = 7
 CTRL_ATTR_MCAST_GRP_NAME = 1
 CTRL_ATTR_MCAST_GRP_ID = 2
 
-_NLMSGHDR = struct.Struct("=IHHII")   # len, type, flags, seq, portid (host order)
 _GENLMSGHDR = struct.Struct("=BBH")   # cmd, version, reserved
-_NLATTR = struct.Struct("=HH")        # len, type
 
 # --- MPTCP PM family (include/uapi/linux/mptcp_pm.h, uapi/linux/mptcp.h) ---
 MPTCP_PM_NAME = "mptcp_pm"
@@ -129,14 +119,10 @@ MPTCP_ATTR_FLAGS = 13             # u16, MPTCP_PM_EV_FLAG_* (newer kernels)
 MPTCP_ATTR_SERVER_SIDE = 18       # u8; deprecated for FLAGS (6.18 sends it only as 1)
 MPTCP_PM_EV_FLAG_SERVER_SIDE = 1 << 1
 
-# --- setns(2) through libc: Python 3.11 has no os.setns ---
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
 
 _POLL_S = 0.1            # how often the daemon thread looks at its stop flag
 _ATTACH_TIMEOUT_S = 2.0  # bound on the synchronous family lookup in attach()
 _RCVBUF = 4 << 20        # events arrive in bursts when many connections start at once
-SO_RCVBUFFORCE = 33      # asm-generic/socket.h; not exported by Python's socket module
 
 
 @dataclass
@@ -185,56 +171,8 @@ class _NsSocket:
 
 # --- message encoding / decoding ---
 
-def _attr(kind: int, payload: bytes) -> bytes:
-    raw = _NLATTR.pack(_NLATTR.size + len(payload), kind) + payload
-    return raw + b"\0" * (-len(raw) % 4)
-
-
-def _nested(kind: int, *attrs: bytes) -> bytes:
-    return _attr(kind | NLA_F_NESTED, b"".join(attrs))
-
-
 def _genl_msg(family: int, cmd: int, version: int, flags: int, seq: int, attrs: bytes) -> bytes:
-    body = _GENLMSGHDR.pack(cmd, version, 0) + attrs
-    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), family, flags, seq, 0) + body
-
-
-def _parse_attrs(data: bytes) -> dict[int, bytes]:
-    """Flat attribute list -> {type: payload}; the last one of a type wins."""
-    attrs: dict[int, bytes] = {}
-    off = 0
-    while off + _NLATTR.size <= len(data):
-        length, kind = _NLATTR.unpack_from(data, off)
-        if length < _NLATTR.size:
-            break
-        attrs[kind & NLA_TYPE_MASK] = data[off + _NLATTR.size: off + length]
-        off += (length + 3) & ~3
-    return attrs
-
-
-def _split_messages(buf: bytes):
-    """Yield (type, flags, seq, payload) for each netlink message in a datagram."""
-    off = 0
-    while off + _NLMSGHDR.size <= len(buf):
-        length, kind, flags, seq, _pid = _NLMSGHDR.unpack_from(buf, off)
-        if length < _NLMSGHDR.size or off + length > len(buf):
-            break
-        yield kind, flags, seq, buf[off + _NLMSGHDR.size: off + length]
-        off += (length + 3) & ~3
-
-
-def _parse_error(flags: int, payload: bytes) -> tuple[int, int, str]:
-    """NLMSG_ERROR payload -> (errno, seq of the request, extack text)."""
-    (err,) = struct.unpack_from("=i", payload, 0)
-    orig_len, _t, _f, orig_seq, _p = _NLMSGHDR.unpack_from(payload, 4)
-    text = ""
-    if flags & NLM_F_ACK_TLVS:
-        # TLVs follow the echoed request: its header only if CAPPED, else all of it.
-        tlv_off = 4 + (_NLMSGHDR.size if flags & NLM_F_CAPPED else orig_len)
-        msg = _parse_attrs(payload[(tlv_off + 3) & ~3:]).get(NLMSGERR_ATTR_MSG)
-        if msg:
-            text = msg.rstrip(b"\0").decode(errors="replace")
-    return -err, orig_seq, text
+    return nl.message(family, flags, seq, _GENLMSGHDR.pack(cmd, version, 0) + attrs)
 
 
 def _u(payload: bytes) -> int:
@@ -242,54 +180,17 @@ def _u(payload: bytes) -> int:
     return int.from_bytes(payload, sys.byteorder)
 
 
-def _addr_attrs(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int, with_id: bool) -> list[bytes]:
+def _addr_attrs(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int,
+                addr_id: int | None) -> list[bytes]:
     fam = socket.AF_INET if ip.version == 4 else socket.AF_INET6
     kind = MPTCP_PM_ADDR_ATTR_ADDR4 if ip.version == 4 else MPTCP_PM_ADDR_ATTR_ADDR6
-    attrs = [_attr(MPTCP_PM_ADDR_ATTR_FAMILY, struct.pack("=H", fam)),
-             _attr(kind, ip.packed)]
-    if with_id:
-        # id 0 is the id of the connection's initial local address.
-        attrs.append(_attr(MPTCP_PM_ADDR_ATTR_ID, struct.pack("=B", 0)))
+    attrs = [nl.attr(MPTCP_PM_ADDR_ATTR_FAMILY, struct.pack("=H", fam)),
+             nl.attr(kind, ip.packed)]
+    if addr_id is not None:
+        attrs.append(nl.attr(MPTCP_PM_ADDR_ATTR_ID, struct.pack("=B", addr_id)))
     if port:
-        attrs.append(_attr(MPTCP_PM_ADDR_ATTR_PORT, struct.pack("=H", port)))
+        attrs.append(nl.attr(MPTCP_PM_ADDR_ATTR_PORT, struct.pack("=H", port)))
     return attrs
-
-
-# --- namespaces ---
-
-def _setns(fd: int) -> None:
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"setns: {os.strerror(err)}")
-
-
-def _netlink_socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.socket:
-    """A netlink socket (NETLINK_GENERIC unless told otherwise) created in the
-    network namespace of ns_pid; monitor.py opens rtnetlink and sock_diag
-    sockets through it too.
-
-    setns() only moves the calling thread, and a socket stays in the
-    namespace it was created in, so: enter, create, and go straight back.
-    """
-    target = os.open(f"/proc/{ns_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            _setns(target)
-            try:
-                sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                                     protocol)
-            finally:
-                try:
-                    _setns(home)
-                except OSError as exc:
-                    # Carrying on would run the caller in the wrong namespace.
-                    raise RuntimeError(f"cannot return to the original network namespace: {exc}")
-        finally:
-            os.close(home)
-    finally:
-        os.close(target)
-    return sock
 
 
 class UserspacePM:
@@ -305,8 +206,8 @@ class UserspacePM:
         self._lock = threading.Lock()
         self._sockets: dict[str, _NsSocket] = {}
         self._generation = 0   # bumped whenever _sockets changes
-        # (ns, local ip, local port or 0 = any, remote ip, remote port) -> subflows
-        self._expansions: dict[tuple, int] = {}
+        # (ns, local ip, local port, remote ip, remote port) -> extra subflow paths
+        self._expansions: dict[tuple, list] = {}
         self._records: dict[tuple[str, int], Connection] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -324,7 +225,7 @@ class UserspacePM:
                 raise RuntimeError("UserspacePM is closed")
             if name in self._sockets:
                 raise ValueError(f"namespace {name!r} is already attached")
-        sock = _netlink_socket_in_netns(ns_pid)
+        sock = nl.socket_in_netns(ns_pid)
         try:
             ns = _NsSocket(name, sock)
             sock.bind((0, 0))
@@ -353,23 +254,23 @@ class UserspacePM:
     def _resolve_family(ns: _NsSocket) -> tuple[int, int]:
         """CTRL_CMD_GETFAMILY "mptcp_pm" -> (family id, events group id)."""
         seq = ns.next_seq()
-        name = _attr(CTRL_ATTR_FAMILY_NAME, MPTCP_PM_NAME.encode() + b"\0")
+        name = nl.attr(CTRL_ATTR_FAMILY_NAME, MPTCP_PM_NAME.encode() + b"\0")
         ns.sock.send(_genl_msg(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, NLM_F_REQUEST, seq, name))
         while True:  # bounded by the socket timeout
             buf = ns.sock.recv(65536)
-            for kind, flags, mseq, payload in _split_messages(buf):
+            for kind, flags, mseq, payload in nl.split_messages(buf):
                 if mseq != seq:
                     continue
                 if kind == NLMSG_ERROR:
-                    err, _, text = _parse_error(flags, payload)
+                    err, _, text = nl.parse_error(flags, payload)
                     raise OSError(err, f"{ns.name}: family {MPTCP_PM_NAME!r}: "
                                        f"{os.strerror(err)} {text}".rstrip())
                 if kind != GENL_ID_CTRL:
                     continue
-                attrs = _parse_attrs(payload[_GENLMSGHDR.size:])
+                attrs = nl.parse_attrs(payload[_GENLMSGHDR.size:])
                 family = struct.unpack("=H", attrs[CTRL_ATTR_FAMILY_ID][:2])[0]
-                for grp in _parse_attrs(attrs.get(CTRL_ATTR_MCAST_GROUPS, b"")).values():
-                    g = _parse_attrs(grp)
+                for grp in nl.parse_attrs(attrs.get(CTRL_ATTR_MCAST_GROUPS, b"")).values():
+                    g = nl.parse_attrs(grp)
                     if g.get(CTRL_ATTR_MCAST_GRP_NAME, b"").rstrip(b"\0").decode() == MPTCP_PM_EV_GRP_NAME:
                         return family, struct.unpack("=I", g[CTRL_ATTR_MCAST_GRP_ID][:4])[0]
                 raise OSError(errno.ENOENT, f"{ns.name}: no {MPTCP_PM_EV_GRP_NAME!r} group")
@@ -407,18 +308,27 @@ class UserspacePM:
 
     # -- policy --
 
-    def expand(self, name: str, local: tuple[str, int], remote: tuple[str, int], subflows: int) -> None:
+    def expand(self, name: str, local: tuple[str, int], remote: tuple[str, int], subflows: int,
+               paths: list[tuple[str, str]] | None = None) -> None:
         """Give the client connection local -> remote in namespace `name`
         `subflows` subflows in total: on its ESTABLISHED event, open
-        subflows-1 more from local's address (ephemeral port) to remote.
+        subflows-1 more, each from a local address (ephemeral port) to a
+        remote address at the server's port: by default local's and remote's
+        own, or else the (local address, remote address) pairs of `paths`,
+        one per extra subflow (address-based subflows, as over WiFi and 3G).
         A local port of 0 matches any local port. Register before the client
         connects; the registration stays until forget_expansions()."""
         if not 1 <= subflows <= MAX_SUBFLOWS:
             raise ValueError(f"subflows={subflows}: must be within 1..{MAX_SUBFLOWS}")
+        if paths is None:
+            paths = [(local[0], remote[0])] * (subflows - 1)
+        if len(paths) != subflows - 1:
+            raise ValueError(f"{len(paths)} paths given for {subflows - 1} extra subflows")
         key = (name, ipaddress.ip_address(local[0]), int(local[1]),
                ipaddress.ip_address(remote[0]), int(remote[1]))
         with self._lock:
-            self._expansions[key] = subflows
+            self._expansions[key] = [(ipaddress.ip_address(a), ipaddress.ip_address(b))
+                                     for a, b in paths]
 
     def forget_expansions(self) -> None:
         """Drop every expand() registration (connections already expanded keep their subflows)."""
@@ -476,15 +386,15 @@ class UserspacePM:
                     log.warning("%s: event socket overran, events lost", ns.name)
                     continue
                 raise
-            for kind, flags, seq, payload in _split_messages(buf):
+            for kind, flags, seq, payload in nl.split_messages(buf):
                 if kind == NLMSG_ERROR:
                     self._on_ack(ns, flags, payload)
                 elif kind == ns.family_id and len(payload) >= _GENLMSGHDR.size:
                     cmd = payload[0]
-                    self._on_event(ns, cmd, _parse_attrs(payload[_GENLMSGHDR.size:]))
+                    self._on_event(ns, cmd, nl.parse_attrs(payload[_GENLMSGHDR.size:]))
 
     def _on_ack(self, ns: _NsSocket, flags: int, payload: bytes) -> None:
-        err, seq, text = _parse_error(flags, payload)
+        err, seq, text = nl.parse_error(flags, payload)
         with self._lock:
             token = ns.pending.pop(seq, None)
             if token is None or err == 0:
@@ -550,19 +460,22 @@ class UserspacePM:
         if rec.creates_sent or not rec.saddr or not rec.daddr:
             return []
         local, remote = ipaddress.ip_address(rec.saddr), ipaddress.ip_address(rec.daddr)
-        total = (self._expansions.get((ns.name, local, rec.sport, remote, rec.dport))
+        paths = (self._expansions.get((ns.name, local, rec.sport, remote, rec.dport))
                  or self._expansions.get((ns.name, local, 0, remote, rec.dport)))
-        if not total or total <= 1:
+        if not paths:
             return []
-        attrs = b"".join((
-            _attr(MPTCP_PM_ATTR_TOKEN, struct.pack("=I", rec.token)),
-            # Local: the connection's own address, id 0, no port -> ephemeral.
-            _nested(MPTCP_PM_ATTR_ADDR, *_addr_attrs(local, 0, with_id=True)),
-            # Remote: the server's same address and port.
-            _nested(MPTCP_PM_ATTR_ADDR_REMOTE, *_addr_attrs(remote, rec.dport, with_id=False)),
-        ))
-        msgs = []
-        for _ in range(total - 1):
+        msgs, ids = [], {local: 0}
+        for path_local, path_remote in paths:
+            # Address id 0 is the initial subflow's local address; another
+            # local address needs an id of its own within the connection.
+            local_id = ids.setdefault(path_local, len(ids))
+            attrs = b"".join((
+                nl.attr(MPTCP_PM_ATTR_TOKEN, struct.pack("=I", rec.token)),
+                # Local: no port -> ephemeral.
+                nl.nested(MPTCP_PM_ATTR_ADDR, *_addr_attrs(path_local, 0, local_id)),
+                # Remote: at the server's port.
+                nl.nested(MPTCP_PM_ATTR_ADDR_REMOTE, *_addr_attrs(path_remote, rec.dport, None)),
+            ))
             seq = ns.next_seq()
             ns.pending[seq] = rec.token
             msgs.append((_genl_msg(ns.family_id, MPTCP_PM_CMD_SUBFLOW_CREATE, MPTCP_PM_VER,

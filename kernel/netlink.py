@@ -1,0 +1,123 @@
+"""Netlink plumbing shared by everything that talks to the kernel directly:
+the MPTCP path manager (generic netlink), the monitors (rtnetlink,
+sock_diag) and the delay line (nfnetlink_queue).
+
+Messages are encoded with `struct`: the handful of message and attribute
+layouts involved is clearer spelled out than wrapped. Layouts are those of
+include/uapi/linux/netlink.h.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import socket
+import struct
+
+NETLINK_NETFILTER = 12
+NETLINK_GENERIC = 16
+SOL_NETLINK = 270
+NETLINK_NO_ENOBUFS = 5
+
+NLM_F_REQUEST = 0x01
+NLM_F_ACK = 0x04
+NLM_F_CAPPED = 0x100          # set on NLMSG_ERROR: original payload omitted
+NLM_F_ACK_TLVS = 0x200        # set on NLMSG_ERROR: extack attributes follow
+NLMSG_ERROR = 2
+NLMSGERR_ATTR_MSG = 1
+NLA_F_NESTED = 0x8000
+NLA_TYPE_MASK = 0x3FFF        # strips NLA_F_NESTED / NLA_F_NET_BYTEORDER
+
+NLMSGHDR = struct.Struct("=IHHII")   # len, type, flags, seq, portid (host order)
+NLATTR = struct.Struct("=HH")        # len, type
+
+SO_RCVBUFFORCE = 33           # asm-generic/socket.h; not exported by Python's socket module
+
+# setns(2) through libc: Python 3.11 has no os.setns.
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def attr(kind: int, payload: bytes) -> bytes:
+    raw = NLATTR.pack(NLATTR.size + len(payload), kind) + payload
+    return raw + b"\0" * (-len(raw) % 4)
+
+
+def nested(kind: int, *attrs: bytes) -> bytes:
+    return attr(kind | NLA_F_NESTED, b"".join(attrs))
+
+
+def message(kind: int, flags: int, seq: int, body: bytes) -> bytes:
+    """One netlink message: header + body (the body's own header included)."""
+    return NLMSGHDR.pack(NLMSGHDR.size + len(body), kind, flags, seq, 0) + body
+
+
+def parse_attrs(data: bytes) -> dict[int, bytes]:
+    """Flat attribute list -> {type: payload}; the last one of a type wins."""
+    attrs: dict[int, bytes] = {}
+    off = 0
+    while off + NLATTR.size <= len(data):
+        length, kind = NLATTR.unpack_from(data, off)
+        if length < NLATTR.size:
+            break
+        attrs[kind & NLA_TYPE_MASK] = data[off + NLATTR.size: off + length]
+        off += (length + 3) & ~3
+    return attrs
+
+
+def split_messages(buf: bytes):
+    """Yield (type, flags, seq, payload) for each netlink message in a datagram."""
+    off = 0
+    while off + NLMSGHDR.size <= len(buf):
+        length, kind, flags, seq, _pid = NLMSGHDR.unpack_from(buf, off)
+        if length < NLMSGHDR.size or off + length > len(buf):
+            break
+        yield kind, flags, seq, buf[off + NLMSGHDR.size: off + length]
+        off += (length + 3) & ~3
+
+
+def parse_error(flags: int, payload: bytes) -> tuple[int, int, str]:
+    """NLMSG_ERROR payload -> (errno, seq of the request, extack text)."""
+    (err,) = struct.unpack_from("=i", payload, 0)
+    orig_len, _t, _f, orig_seq, _p = NLMSGHDR.unpack_from(payload, 4)
+    text = ""
+    if flags & NLM_F_ACK_TLVS:
+        # TLVs follow the echoed request: its header only if CAPPED, else all of it.
+        tlv_off = 4 + (NLMSGHDR.size if flags & NLM_F_CAPPED else orig_len)
+        msg = parse_attrs(payload[(tlv_off + 3) & ~3:]).get(NLMSGERR_ATTR_MSG)
+        if msg:
+            text = msg.rstrip(b"\0").decode(errors="replace")
+    return -err, orig_seq, text
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"setns: {os.strerror(err)}")
+
+
+def socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.socket:
+    """A netlink socket (NETLINK_GENERIC unless told otherwise) created in the
+    network namespace of ns_pid.
+
+    setns() only moves the calling thread, and a socket stays in the
+    namespace it was created in, so: enter, create, and go straight back.
+    """
+    target = os.open(f"/proc/{ns_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        home = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _setns(target)
+            try:
+                sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
+                                     protocol)
+            finally:
+                try:
+                    _setns(home)
+                except OSError as exc:
+                    # Carrying on would run the caller in the wrong namespace.
+                    raise RuntimeError(f"cannot return to the original network namespace: {exc}")
+        finally:
+            os.close(home)
+    finally:
+        os.close(target)
+    return sock
