@@ -7,7 +7,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps
+apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps iptables
               iputils-ping python3 python3-venv)
 requirements=("$here/requirements.txt")
 [ "${1:-}" = "--dev" ] && requirements+=("$here/requirements-dev.txt")

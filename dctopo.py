@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from mininet.topo import Topo
 
-from harness.config import LinkParams
+from harness.config import ACCESS, CELL, WIFI, LinkParams
 
 
 def intf_name(node: str, port: int) -> str:
@@ -131,18 +131,6 @@ class FatTree(DCTopo):
                 for c in range(half):
                     j = a * half + c
                     self.addLink(agg, cores[j], port1=half + c, port2=p)
-
-
-def buffer_pkts(bw_mbps: float, buffer_ms: float) -> int:
-    """A buffer given in time (the paper's "80 ms of buffer") in MTU packets."""
-    return max(2, round(bw_mbps * 1e6 * buffer_ms / 1000 / (1514 * 8)))
-
-
-# seeds/002: WiFi 8 Mb/s, 20 ms RTT, 80 ms of buffer; 3G 2 Mb/s, 150 ms RTT, 2 s of buffer.
-WIFI = LinkParams(bw_mbps=8.0, queue_pkts=buffer_pkts(8.0, 80), delay_ms=10.0)
-CELL = LinkParams(bw_mbps=2.0, queue_pkts=buffer_pkts(2.0, 2000), delay_ms=75.0)
-# Fast enough never to be the bottleneck, deep enough never to drop.
-ACCESS = LinkParams(bw_mbps=1000.0, queue_pkts=1000)
 
 
 class WiFi3G(DCTopo):

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # sudo ./run_mptcp.sh K [WORKLOAD|all] [options]   (./run_mptcp.sh --help)
-# Checks the input, installs what is missing, runs the FatTree sweep, draws
-# the figures. Bad input: one line on stderr, exit status 2, nothing started.
+# sudo ./run_mptcp.sh wifi3g [options]              (./run_mptcp.sh wifi3g --help)
+# Checks the input, installs what is missing, runs the FatTree sweep or the
+# WiFi + 3G experiment, draws the figures. Bad input: one line on stderr, exit status 2, nothing started.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cli=(-m harness.cli)
 
 for a in "$@"; do
   case "$a" in -h|--help)
-    exec env PYTHONPATH="$here" /usr/bin/python3 "${cli[@]}" --help ;;
+    exec env PYTHONPATH="$here" /usr/bin/python3 "${cli[@]}" "$@" ;;
   esac
 done
 # Reject bad arguments before installing anything (stdlib-only check).

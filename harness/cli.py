@@ -1,4 +1,5 @@
-"""`run_mptcp.sh K [WORKLOAD|all] [options]`: parse, check, sweep, plot.
+"""`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep) and
+`run_mptcp.sh wifi3g [options]` (E4): parse, check, run, plot.
 
 Parsing and validation use the standard library only, so `run_mptcp.sh` can
 reject bad input with the system Python before it installs anything.
@@ -12,8 +13,8 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.config import (CONGESTION_CONTROLS, FABRICS, MAX_SUBFLOWS, WORKLOADS, ConfigError,
-                            LinkParams, SweepConfig)
+from harness.config import (CONGESTION_CONTROLS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS,
+                            ConfigError, LinkParams, SweepConfig, Wifi3GConfig)
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -93,8 +94,79 @@ def check_size(cfg: SweepConfig) -> None:
                               f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
 
 
+def wifi3g_parser() -> argparse.ArgumentParser:
+    d = Wifi3GConfig()
+    p = OneLineParser(prog=f"{PROG} wifi3g",
+                      description="E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
+    p.add_argument("--sweeps", default=",".join(d.sweeps),
+                   help=f"comma list of {', '.join(WIFI3G_SWEEPS)} (default all)")
+    p.add_argument("--buffers", default=",".join(map(str, d.buffers_kb)),
+                   help="receive buffers of the buffer sweep, KB (default %(default)s)")
+    p.add_argument("--buffer", type=int, default=d.fixed_buffer_kb,
+                   help="receive buffer of the loss and RTT sweeps, KB (%(default)s)")
+    p.add_argument("--losses", default=",".join(f"{x:g}" for x in d.wifi_loss_pcts),
+                   help="WiFi loss rates of the loss sweep, %% (default %(default)s)")
+    p.add_argument("--rtts", default=",".join(f"{x:g}" for x in d.wifi_rtts_ms),
+                   help="WiFi RTTs of the RTT sweep, ms (default %(default)s)")
+    p.add_argument("--samples", type=int, default=d.samples,
+                   help="one-second goodput samples per point; the point is their median (%(default)s)")
+    p.add_argument("--warmup", type=float, default=d.warmup_s,
+                   help="seconds of traffic before sampling starts (%(default)s)")
+    p.add_argument("--seed", type=int, default=d.seed, help="loss and jitter seed (%(default)s)")
+    p.add_argument("--cc", default=d.cc, help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def _numbers(text: str, flag: str, kind=float) -> tuple:
+    try:
+        return tuple(kind(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: expected a comma list of numbers") from None
+
+
+def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
+    args = wifi3g_parser().parse_args(argv)
+    cfg = Wifi3GConfig(
+        sweeps=tuple(s.strip() for s in args.sweeps.split(",") if s.strip()),
+        buffers_kb=_numbers(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
+        wifi_loss_pcts=_numbers(args.losses, "--losses"), wifi_rtts_ms=_numbers(args.rtts, "--rtts"),
+        samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=args.cc,
+        results=Path(args.results))
+    cfg.validate()
+    return cfg, args
+
+
+def wifi3g_main(argv: list[str]) -> int:
+    try:
+        cfg, args = wifi3g_config_from_args(argv)
+        if args.validate_only:
+            return 0
+        from kernel import preflight
+        preflight.check_all(cfg.cc, delay=True)
+    except ConfigError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from harness.sweep import SweepError
+    from harness.wifi3g import Wifi3GExperiment
+    _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
+    try:
+        Wifi3GExperiment(cfg).run()
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; the network and every process of the experiment were "
+              "removed, finished runs are kept", file=sys.stderr)
+        return 130
+    except SweepError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 1
+    return _plot(cfg.results)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "wifi3g":
+        return wifi3g_main(argv[1:])
     try:
         cfg, args = config_from_args(argv)
         if args.validate_only:
@@ -125,12 +197,17 @@ def main(argv: list[str] | None = None) -> int:
     except (SweepError, capacity.CalibrationError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+    return _plot(cfg.results)
+
+
+def _plot(results: Path) -> int:
+    """Draw every figure of the results folder, owned by the invoking user."""
     import plot
     from harness.results import ensure_dir, give_to_invoking_user
-    ensure_dir(cfg.results / "plots")
-    status = plot.main([str(cfg.results)])
-    give_to_invoking_user(cfg.results / "plots")
-    give_to_invoking_user(cfg.results / "report.md")
+    ensure_dir(results / "plots")
+    status = plot.main([str(results)])
+    give_to_invoking_user(results / "plots")
+    give_to_invoking_user(results / "report.md")
     return status
 
 

@@ -64,6 +64,19 @@ class LinkParams:
             raise ConfigError(f"loss {self.loss_pct} %: must be within 0..100 %")
 
 
+def buffer_pkts(bw_mbps: float, buffer_ms: float) -> int:
+    """A buffer given in time (the paper's "80 ms of buffer") in MTU packets."""
+    return max(2, round(bw_mbps * 1e6 * buffer_ms / 1000 / (1514 * 8)))
+
+
+# The WiFi + 3G paths of seeds/002 (NSDI 2012, Fig. 4): WiFi 8 Mb/s, 20 ms RTT,
+# 80 ms of buffer; 3G 2 Mb/s, 150 ms RTT, 2 s of buffer. Delay is one-way.
+WIFI = LinkParams(bw_mbps=8.0, queue_pkts=buffer_pkts(8.0, 80), delay_ms=10.0)
+CELL = LinkParams(bw_mbps=2.0, queue_pkts=buffer_pkts(2.0, 2000), delay_ms=75.0)
+# A link that is never the bottleneck: fast, and deep enough never to drop.
+ACCESS = LinkParams(bw_mbps=1000.0, queue_pkts=1000)
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """One run: one topology, one workload, one subflow count."""
@@ -160,3 +173,85 @@ class SweepConfig:
 
     def replace(self, **changes) -> "SweepConfig":
         return dataclasses.replace(self, **changes)
+
+
+# -- E4: WiFi + 3G -------------------------------------------------------------
+
+WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp")
+WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
+
+
+@dataclass(frozen=True)
+class Wifi3GPoint:
+    """One run of E4: a scheme, a receive buffer and the two paths."""
+    sweep: str            # which sweep it belongs to: its x axis
+    scheme: str           # tcp_wifi, tcp_3g or mptcp
+    buffer_kb: int        # the receiver's receive buffer
+    wifi: LinkParams
+    cell: LinkParams
+
+    @property
+    def x(self) -> float:
+        """The point's value on its sweep's axis."""
+        return {"buffer": self.buffer_kb, "loss": self.wifi.loss_pct,
+                "rtt": 2 * self.wifi.delay_ms}[self.sweep]
+
+    @property
+    def label(self) -> str:
+        return {"buffer": f"{self.buffer_kb}kb", "loss": f"{self.wifi.loss_pct:g}pct",
+                "rtt": f"{2 * self.wifi.delay_ms:g}ms"}[self.sweep]
+
+    def run_dir(self, results: Path) -> Path:
+        return results / "wifi3g" / self.sweep / self.scheme / self.label
+
+
+@dataclass(frozen=True)
+class Wifi3GConfig:
+    """Everything `run_mptcp.sh wifi3g` was asked to do."""
+    sweeps: tuple[str, ...] = WIFI3G_SWEEPS
+    buffers_kb: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 500, 750, 1000)
+    fixed_buffer_kb: int = 500              # the receive buffer of the loss and RTT sweeps
+    wifi_loss_pcts: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 5.0)
+    wifi_rtts_ms: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 200.0)
+    samples: int = 10                       # one-second goodput samples per point
+    warmup_s: float = 10.0
+    seed: int = 0
+    cc: str = "reno"
+    results: Path = Path("results")
+    wifi: LinkParams = WIFI
+    cell: LinkParams = CELL
+
+    def validate(self) -> None:
+        for s in self.sweeps:
+            if s not in WIFI3G_SWEEPS:
+                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(WIFI3G_SWEEPS)}")
+        for kb in (*self.buffers_kb, self.fixed_buffer_kb):
+            if not 4 <= kb <= 65536:
+                raise ConfigError(f"receive buffer {kb} KB: must be within 4..65536 KB")
+        if not 1 <= self.samples <= 600:
+            raise ConfigError(f"--samples {self.samples}: must be within 1..600")
+        if not 0 <= self.warmup_s <= 600:
+            raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
+        if self.cc not in CONGESTION_CONTROLS:
+            raise ConfigError(f"unknown congestion control {self.cc!r}: choose one of "
+                              f"{', '.join(CONGESTION_CONTROLS)}")
+        for p in self.points():
+            p.wifi.validate()
+            p.cell.validate()
+
+    def points(self) -> list[Wifi3GPoint]:
+        """Every run, grouped so that runs on the same paths are adjacent
+        (the network is built once per pair of paths)."""
+        pts = []
+        if "buffer" in self.sweeps:
+            pts += [Wifi3GPoint("buffer", s, kb, self.wifi, self.cell)
+                    for kb in self.buffers_kb for s in WIFI3G_SCHEMES]
+        if "loss" in self.sweeps:
+            pts += [Wifi3GPoint("loss", s, self.fixed_buffer_kb,
+                                dataclasses.replace(self.wifi, loss_pct=loss), self.cell)
+                    for loss in self.wifi_loss_pcts for s in WIFI3G_SCHEMES]
+        if "rtt" in self.sweeps:
+            pts += [Wifi3GPoint("rtt", s, self.fixed_buffer_kb,
+                                dataclasses.replace(self.wifi, delay_ms=rtt / 2), self.cell)
+                    for rtt in self.wifi_rtts_ms for s in WIFI3G_SCHEMES]
+        return pts

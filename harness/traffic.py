@@ -91,6 +91,18 @@ def receiver_goodput(server: dict | None, warmup_s: float) -> tuple[float, float
     return goodput, counted_s, whole_mbps, first_data
 
 
+def receiver_samples(server: dict | None, warmup_s: float) -> list[float]:
+    """Goodput in Mb/s of each of the server's intervals that start after
+    the warm-up (the same intervals receiver_goodput() counts)."""
+    out = []
+    for iv in (server or {}).get("intervals") or []:
+        s = iv.get("sum") or {}
+        start, seconds = float(s.get("start", 0)), float(s.get("seconds", 0))
+        if start >= warmup_s - 0.05 and seconds > 0:
+            out.append(8.0 * s.get("bytes", 0) / seconds / 1e6)
+    return out
+
+
 def listening_ports(ns_pid: int) -> set[int]:
     """TCP ports in LISTEN state in a namespace (MPTCP listeners included:
     their first subflow is a TCP listener), read from /proc/PID/net/tcp."""
@@ -130,15 +142,19 @@ class IperfDriver:
         return out
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
-            logdir: Path, on_started=None, warmup_s: float = 0.0) -> list[FlowOutcome]:
+            logdir: Path, on_started=None, warmup_s: float = 0.0,
+            bind_servers: bool = True) -> list[FlowOutcome]:
         """Send every flow for warmup_s + time_s seconds; `on_started` is
-        called when the clients are started (monitors start there)."""
+        called when the clients are started (monitors start there).
+        `bind_servers=False` has each server listen on all of its host's
+        addresses: subflows that join on another address need that."""
         total_s = warmup_s + time_s
         logdir.mkdir(parents=True, exist_ok=True)
         wrap = ["mptcpize", "run"] if mptcp else []
         servers = [self.procs.spawn(
             f"iperf3 server {f.dst}:{f.server_port}",
-            [*wrap, "iperf3", "-s", "-1", "-B", f.dst_ip, "-p", str(f.server_port), "-J",
+            [*wrap, "iperf3", "-s", "-1", "-B", f.dst_ip if bind_servers else "0.0.0.0",
+             "-p", str(f.server_port), "-J",
              "--logfile", str(logdir / f"{f.index:04d}-server.json")],
             ns_pid=self.fabric.pid(f.dst)) for f in flows]
         try:

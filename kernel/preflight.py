@@ -54,8 +54,17 @@ def check_congestion_control(cc: str,
                              f"(available: {' '.join(names)})")
 
 
-def check_all(cc: str) -> None:
+# What link delay and loss need where the kernel has no netem (harness/links.py).
+DELAY_BINARIES = {"iptables-restore": "iptables"}
+
+
+def check_all(cc: str, delay: bool = False) -> None:
+    """`delay`: the run's links have delay or loss."""
     check_root()
     check_mptcp()
     check_binaries()
+    if delay:
+        from harness.links import netem_available
+        if not netem_available():
+            check_binaries(DELAY_BINARIES)
     check_congestion_control(cc)

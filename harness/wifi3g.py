@@ -1,0 +1,226 @@
+"""E4, WiFi + 3G: goodput against receive buffer, WiFi loss and WiFi RTT
+(seeds/002, reproducing Raiciu et al., NSDI 2012, Fig. 4).
+
+One sender and one receiver joined by a WiFi and a 3G path (dctopo.WiFi3G).
+Three schemes, one long flow each: TCP over WiFi, TCP over 3G, and MPTCP
+with its initial subflow on WiFi and a second one, opened by the path
+manager between the 3G addresses, on 3G.
+
+* The receive buffer is the receiver namespace's tcp_rmem (default = max =
+  the buffer), for TCP and MPTCP alike: the kernel never grows a socket's
+  receive buffer past it, and MPTCP's connection-level buffer follows the
+  same limit. Autotuning below it stays on, as in the paper's kernel.
+* Each point: one flow for the warm-up plus `samples` seconds; its goodput
+  is the median of the receiver's one-second samples after the warm-up
+  (seeds/002 took the median of three one-second samples).
+* The network is rebuilt whenever the paths change (the loss and RTT
+  sweeps), never between runs on the same paths.
+
+Results: results/wifi3g/<sweep>/<scheme>/<value>/run.json, one per point.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+from dctopo import WiFi3G
+from harness.config import LinkParams, Wifi3GConfig, Wifi3GPoint
+from harness.delayline import stats_delta
+from harness.fabric_l3 import L3Fabric
+from harness.procs import ProcessTracker, run
+from harness.results import RunStage
+from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes
+from harness.traffic import (SERVER_PORT_BASE, FlowEndpoints, IperfDriver, TrafficError,
+                             receiver_samples)
+from kernel import transport
+from kernel.mptcp_pm import UserspacePM
+
+SCHEMA = 1
+CLIENT_PORT_BASE = 40000      # a fresh client port per run (TIME_WAIT of the previous one)
+# A run is flagged delay_line_late when more than this share (%) of its
+# packets left the delay line over 10 ms late (host contention on a VM): half
+# the WiFi path's RTT, enough to distort what the run measured.
+LATE_PCT_FLAG = 1.0
+PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi"}
+SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP"}
+
+
+class Wifi3GNetwork:
+    """The WiFi3G topology on the kernel-routing fabric, with the path manager
+    and iperf3 driver of one pair of paths."""
+
+    def __init__(self, wifi: LinkParams, cell: LinkParams, cfg: Wifi3GConfig):
+        self.topo = WiFi3G(wifi=wifi, cell=cell)
+        self.fabric = L3Fabric(self.topo, LinkParams(), seed=cfg.seed)
+        self.procs = ProcessTracker()
+        self.pm = UserspacePM()
+        self.driver = IperfDriver(self.fabric, self.procs)
+        self.cc = cfg.cc
+
+    def __enter__(self) -> "Wifi3GNetwork":
+        try:
+            self.fabric.start()
+            line = ["sysctl", "-q", "-w",
+                    *(f"{k}={v}" for k, v in transport.host_sysctls(self.cc).items())]
+            for host in self.fabric.hosts():
+                run(line, timeout=10, ns_pid=self.fabric.pid(host))
+                self.pm.attach(host, self.fabric.pid(host))
+            self.pm.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.procs.stop_all()
+        self.pm.close()
+        self.fabric.stop()
+
+    def set_receive_buffer(self, kb: int) -> None:
+        size = kb * 1024
+        run(["sysctl", "-q", "-w", f"net.ipv4.tcp_rmem=4096 {size} {size}"], timeout=10,
+            ns_pid=self.fabric.pid("h2"))
+
+    def delay_line_snapshot(self) -> list[dict]:
+        line = self.fabric.delay_line
+        return line.snapshot() if line is not None else []
+
+    def rx_bytes(self) -> dict[str, int]:
+        """Bytes the receiver has taken in on each path's interface."""
+        counts = {}
+        for line in Path(f"/proc/{self.fabric.pid('h2')}/net/dev").read_text().splitlines()[2:]:
+            name, _, fields = line.partition(":")
+            counts[name.strip()] = int(fields.split()[0])
+        return {path: counts.get(f"h2-eth{port}", 0) for port, path in enumerate(self.topo.paths)}
+
+
+class Wifi3GExperiment:
+    def __init__(self, cfg: Wifi3GConfig, say=print):
+        self.cfg = cfg
+        self.say = say
+        self.runs_done = 0
+
+    def run(self) -> list[Path]:
+        points = self.cfg.points()
+        written, started = [], time.monotonic()
+        by_paths = itertools.groupby(points, key=lambda p: (p.wifi, p.cell))
+        try:
+            for (wifi, cell), group in by_paths:
+                with Wifi3GNetwork(wifi, cell, self.cfg) as net:
+                    for p in group:
+                        self._progress(p, len(points), started)
+                        written.append(self.run_point(net, p))
+        except TrafficError as exc:
+            raise SweepError(str(exc)) from exc
+        self.say(f"wifi3g: {len(points)} runs in {_minutes(time.monotonic() - started)}")
+        return written
+
+    def _progress(self, p: Wifi3GPoint, total: int, started: float) -> None:
+        i = self.runs_done
+        eta = f", ETA {_minutes((total - i) * (time.monotonic() - started) / i)}" if i else ""
+        self.say(f"[{i + 1}/{total}] wifi3g {p.sweep} {SCHEME_LABELS[p.scheme]}, "
+                 f"buffer {p.buffer_kb} KB, WiFi {2 * p.wifi.delay_ms:g} ms RTT "
+                 f"{p.wifi.loss_pct:g} % loss ({total - i - 1} left{eta})")
+
+    def run_point(self, net: Wifi3GNetwork, p: Wifi3GPoint) -> Path:
+        cfg = self.cfg
+        mptcp = p.scheme == "mptcp"
+        src_ip, dst_ip = net.topo.path_addresses(PATH_OF_SCHEME[p.scheme])
+        flow = FlowEndpoints(0, "h1", "h2", src_ip, dst_ip,
+                             CLIENT_PORT_BASE + self.runs_done, SERVER_PORT_BASE)
+        self.runs_done += 1
+        net.set_receive_buffer(p.buffer_kb)
+        net.pm.reset()
+        net.pm.forget_expansions()
+        if mptcp:
+            net.pm.expand("h1", (src_ip, flow.client_port), (dst_ip, flow.server_port), 2,
+                          paths=[net.topo.path_addresses("3g")])
+        out = p.run_dir(cfg.results)
+        with RunStage(out) as stage:
+            started_at = time.time()
+            before, line_before = net.rx_bytes(), net.delay_line_snapshot()
+            [outcome] = net.driver.run([flow], mptcp, cfg.samples, stage.path / "iperf",
+                                       warmup_s=cfg.warmup_s, bind_servers=not mptcp)
+            after = net.rx_bytes()
+            delay_line = stats_delta(line_before, net.delay_line_snapshot())
+            server = _read_server(stage.path / "iperf")
+            samples = receiver_samples(server, cfg.warmup_s)[:cfg.samples]
+            record = self._record(net, p, outcome, samples,
+                                  {k: after[k] - before[k] for k in after}, started_at)
+            record["delay_line"] = delay_line
+            if delay_line["late_over_10ms_pct"] > LATE_PCT_FLAG:
+                record["flags"].append("delay_line_late")
+                record["valid"] = False
+            stage.commit(record)
+        self.say(f"    median {record['goodput_mbps']:.2f} Mb/s"
+                 + (f" (WiFi {record['path_share']['wifi']:.0%} of bytes)" if mptcp else "")
+                 + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
+        return out
+
+    def _record(self, net: Wifi3GNetwork, p: Wifi3GPoint, outcome, samples: list[float],
+                path_bytes: dict[str, int], started_at: float) -> dict:
+        mptcp = p.scheme == "mptcp"
+        conns = [c for c in net.pm.connections() if not c.server_side and c.ns == "h1"]
+        established = max((c.subflows_established for c in conns), default=0) if mptcp else 1
+        total_bytes = sum(path_bytes.values())
+        flags = []
+        if outcome.error and not outcome.timed_out:
+            flags.append("handshake_failed")
+        if outcome.timed_out:
+            flags.append("timed_out")
+        if not samples or statistics.median(samples) <= 0:
+            flags.append("zero_goodput_flow")
+        if mptcp and established < 2:
+            flags.append("subflows_missing")
+        if not net.fabric.delay_line_ok():
+            flags.append("delay_line_failed")
+        return {
+            "schema": SCHEMA,
+            "experiment": "wifi3g",
+            "config": {
+                "sweep": p.sweep, "scheme": p.scheme, "x": p.x,
+                "receive_buffer_kb": p.buffer_kb,
+                "wifi": _link_record(p.wifi), "3g": _link_record(p.cell),
+                "samples": self.cfg.samples, "warmup_s": self.cfg.warmup_s,
+                "seed": self.cfg.seed, "cc": self.cfg.cc,
+                "delay_backend": net.fabric.delay_backend,
+            },
+            "kernel": platform.release(),
+            "started_at": _iso(started_at),
+            "finished_at": _iso(time.time()),
+            "goodput_mbps": round(statistics.median(samples), 4) if samples else 0.0,
+            "mean_mbps": round(statistics.fmean(samples), 4) if samples else 0.0,
+            "samples_mbps": [round(s, 4) for s in samples],
+            "whole_run_mbps": outcome.whole_mbps,
+            "first_data_s": outcome.first_data_s,
+            # What each path could carry as TCP goodput, and both together.
+            "capacity_mbps": {"wifi": round(p.wifi.bw_mbps * PAYLOAD_PER_FRAME, 4),
+                              "3g": round(p.cell.bw_mbps * PAYLOAD_PER_FRAME, 4)},
+            "path_bytes": path_bytes,
+            "path_share": {k: round(v / total_bytes, 4) if total_bytes else 0.0
+                           for k, v in path_bytes.items()},
+            "subflows_established": established,
+            "subflow_create_errors": [e for c in conns for e in c.create_errors],
+            "error": outcome.error,
+            "valid": not flags,
+            "flags": flags,
+        }
+
+
+def _link_record(link: LinkParams) -> dict:
+    return {"bw_mbps": link.bw_mbps, "queue_pkts": link.queue_pkts,
+            "rtt_ms": 2 * link.delay_ms, "jitter_ms": link.jitter_ms, "loss_pct": link.loss_pct}
+
+
+def _read_server(logdir: Path) -> dict | None:
+    try:
+        return json.loads((logdir / "0000-server.json").read_text())
+    except (OSError, ValueError):
+        return None
