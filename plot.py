@@ -19,7 +19,10 @@ with at least one readable run:
                                         (2013 Fig 10, 12)
 
 and per workload <workload>-cpu.png (CPU against FatTree size and subflow
-count, 2013 Fig 5), then RESULTS_DIR/report.md (every figure, and a table per
+count, 2013 Fig 5); from RESULTS_DIR/wifi3g/<sweep>/<scheme>/<value>/run.json
+(E4) wifi3g-buffer.png, wifi3g-loss.png and wifi3g-rtt.png (goodput of TCP
+over WiFi, TCP over 3G and MPTCP against receive buffer, WiFi loss and WiFi
+RTT; NSDI 2012 Fig 4, seeds/002); then RESULTS_DIR/report.md (every figure, and a table per
 topology and workload beside the paper's values). Each path written is printed.
 
 Only RESULTS_DIR/plots/ and RESULTS_DIR/report.md are written; a figure that
@@ -48,6 +51,7 @@ import argparse  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 from figures import queue as queue_fig  # noqa: E402
+from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
 from figures.links import draw_link_util  # noqa: E402
 from figures.report import Section, write_report  # noqa: E402
@@ -137,6 +141,7 @@ class Drawing:
     cpu: dict[str, Path | str]       # workload -> CPU figure, or why not drawn
     cpu_drawn: dict[str, Drawn]
     report: Path
+    wifi3g: dict[str, Drawn]         # E4 sweep -> what its figure shows
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
@@ -144,10 +149,15 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     NOTES.clear()
     unusable: dict[Path, str] = {}
     groups = group(load_runs(results, unusable))
-    if not groups:
-        note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json; nothing to draw")
-        return None
     plots = results / "plots"
+    wifi3g = {}
+    for sweep, (png, drawn) in wifi3g_fig.draw_all(results, plots).items():
+        _written(png)
+        wifi3g[sweep] = drawn
+    if not groups and not wifi3g:
+        note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json or "
+             f"{results}/wifi3g/; nothing to draw")
+        return None
     sections = []
     for (topology, workload), runs in groups.items():
         s = Section(topology, workload, runs, unusable={
@@ -160,8 +170,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    write_report(results, sections, cpu, list(NOTES), report)
-    return Drawing(sections, cpu, cpu_drawn, _written(report))
+    write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results))
+    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,4 +21,4 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 "$here/bootstrap.sh" || { echo "run_mptcp.sh: error: set-up failed (see above)" >&2; exit 1; }
-exec env PYTHONPATH="$here" "$here/.venv/bin/python" "${cli[@]}" "$@"
+exec env PYTHONPATH="$here" PYTHONUNBUFFERED=1 "$here/.venv/bin/python" "${cli[@]}" "$@"

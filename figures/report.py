@@ -75,7 +75,8 @@ def table(s: Section) -> list[str]:
 
 
 def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, Path | str],
-                 notes: list[str], out: Path) -> None:
+                 notes: list[str], out: Path, extra: list[str] | None = None) -> None:
+    """`extra`: sections of other experiments (E4), placed before the notes."""
     lines = ["# Results report", "",
              f"Drawn by `plot.py {results}` from the run records under this directory. "
              "Throughput is goodput at the receiver over the counted window, as % of the "
@@ -99,6 +100,7 @@ def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, 
         lines += ["## CPU across FatTree sizes (2013 Fig 5)", ""]
         for workload, fig in cpu_figures.items():
             lines += [_figure(results, f"{workload} CPU", fig)]
+    lines += extra or []
     lines += ["## Notes", ""]
     lines += [f"- {n}" for n in notes] or ["- none: every run and sample file was usable."]
     tmp = out.with_name(f".{out.name}.tmp")   # replaced whole: also over a copy someone else owns

@@ -165,8 +165,11 @@ def wifi3g_main(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] == "wifi3g":
-        return wifi3g_main(argv[1:])
+    positional = [a for a in argv if not a.startswith("-")]
+    if positional[:1] == ["wifi3g"]:
+        argv = list(argv)
+        argv.remove("wifi3g")
+        return wifi3g_main(argv)
     try:
         cfg, args = config_from_args(argv)
         if args.validate_only:

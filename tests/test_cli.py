@@ -45,6 +45,12 @@ BAD = [
     (["4", "--bw", "-1"], "link rate"),
     (["4", "--frobnicate"], "unrecognized"),
     (["8", "all_to_all"], "capped"),
+    (["wifi3g", "--sweeps", "buffer,nosuch"], "unknown sweep"),
+    (["wifi3g", "--buffers", "100,2"], "receive buffer 2 KB"),
+    (["wifi3g", "--losses", "100"], "loss 100.0 %"),
+    (["wifi3g", "--rtts", "1,abc"], "comma list"),
+    (["wifi3g", "--samples", "0"], "--samples 0"),
+    (["wifi3g", "--cc", "nosuch"], "congestion control"),
 ]
 
 

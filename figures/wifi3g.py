@@ -1,0 +1,163 @@
+"""E4, WiFi + 3G (seeds/002; Raiciu et al., NSDI 2012, Fig. 4): goodput of TCP
+over WiFi, TCP over 3G and MPTCP over both, against the receive buffer, the
+WiFi loss rate and the WiFi RTT.
+
+Reads results/wifi3g/<sweep>/<scheme>/<value>/run.json. Each point is the
+median of its run's one-second samples, with the interquartile range as a
+bar; dashed lines are what each path, and both together, can carry as TCP
+goodput. Invalid runs are drawn as red crosses with their flags.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from figures.runs import FLAG_COLOR, Drawn, note, save_figure
+
+SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
+           "tcp_3g": ("TCP over 3G", "#ff7f0e", "^"),
+           "mptcp": ("MPTCP (WiFi + 3G)", "#1f77b4", "o")}
+SWEEPS = {
+    "buffer": ("receive buffer (KB)", "goodput against receive buffer", "wifi3g-buffer.png"),
+    "loss": ("WiFi loss rate (%)", "goodput against WiFi loss", "wifi3g-loss.png"),
+    "rtt": ("WiFi RTT (ms)", "goodput against WiFi RTT", "wifi3g-rtt.png"),
+}
+
+
+@dataclass
+class Point:
+    x: float
+    median: float
+    q25: float
+    q75: float
+    valid: bool
+    flags: list[str]
+    config: dict = field(default_factory=dict)
+    capacity: dict = field(default_factory=dict)
+    path_share: dict = field(default_factory=dict)
+
+
+def parse_point(path: Path) -> tuple[str, str, Point]:
+    doc = json.loads(path.read_text())
+    cfg = doc["config"]
+    samples = doc.get("samples_mbps") or [0.0]
+    return cfg["sweep"], cfg["scheme"], Point(
+        x=float(cfg["x"]), median=float(doc["goodput_mbps"]),
+        q25=float(np.percentile(samples, 25)), q75=float(np.percentile(samples, 75)),
+        valid=bool(doc["valid"]), flags=list(doc.get("flags") or []), config=cfg,
+        capacity=doc.get("capacity_mbps") or {}, path_share=doc.get("path_share") or {})
+
+
+def load(results: Path) -> dict[str, dict[str, list[Point]]]:
+    """{sweep: {scheme: points sorted by x}}; unreadable records are noted and skipped."""
+    out: dict[str, dict[str, list[Point]]] = {}
+    for path in sorted((results / "wifi3g").glob("*/*/*/run.json")):
+        if any(part.startswith(".") for part in path.relative_to(results).parts):
+            continue
+        try:
+            sweep, scheme, point = parse_point(path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            note(f"skipped {path}: {exc}")
+            continue
+        if sweep in SWEEPS and scheme in SCHEMES:
+            out.setdefault(sweep, {}).setdefault(scheme, []).append(point)
+    for schemes in out.values():
+        for pts in schemes.values():
+            pts.sort(key=lambda p: p.x)
+    return out
+
+
+def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
+    xlabel, what, _ = SWEEPS[sweep]
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    any_point = next(p for pts in schemes.values() for p in pts)
+    wifi_cap, cell_cap = any_point.capacity.get("wifi"), any_point.capacity.get("3g")
+    if wifi_cap and cell_cap:
+        for y, label in ((wifi_cap + cell_cap, "both paths"), (wifi_cap, "WiFi path"),
+                         (cell_cap, "3G path")):
+            ax.axhline(y, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
+            ax.text(1.0, y, f" {label}", transform=ax.get_yaxis_transform(), va="center",
+                    fontsize=8, color="#666666")
+    flagged = []
+    for scheme, (label, color, marker) in SCHEMES.items():
+        pts = schemes.get(scheme, [])
+        if not pts:
+            continue
+        xs = [p.x for p in pts]
+        ax.errorbar(xs, [p.median for p in pts],
+                    yerr=[[max(0.0, p.median - p.q25) for p in pts],
+                          [max(0.0, p.q75 - p.median) for p in pts]],
+                    color=color, marker=marker, ms=5, capsize=3, linewidth=1.5, label=label, zorder=3)
+        for p in pts:
+            if not p.valid:
+                ax.plot(p.x, p.median, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
+                flagged.append(f"{label} at {p.x:g}: {', '.join(p.flags)}")
+    if sweep == "rtt":
+        ax.set_xscale("log")
+        ax.set_xticks(sorted({p.x for pts in schemes.values() for p in pts}))
+        ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("goodput (Mb/s): median of 1 s samples, bar = IQR")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    cfg = any_point.config
+    wifi, cell = cfg.get("wifi", {}), cfg.get("3g", {})
+    fixed = (f"; receive buffer {cfg.get('receive_buffer_kb')} KB" if sweep != "buffer" else "")
+    ax.set_title(f"WiFi + 3G: {what}\nWiFi {wifi.get('bw_mbps'):g} Mb/s"
+                 + (f" {wifi.get('rtt_ms'):g} ms RTT" if sweep != "rtt" else "")
+                 + (f" {wifi.get('loss_pct'):g} % loss" if sweep != "loss" else "")
+                 + f", {wifi.get('queue_pkts')} pkt buffer; 3G {cell.get('bw_mbps'):g} Mb/s "
+                 f"{cell.get('rtt_ms'):g} ms RTT, {cell.get('queue_pkts')} pkt buffer{fixed}; "
+                 f"cc {cfg.get('cc')}", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
+    notes = ("INVALID (red x): " + "; ".join(flagged)) if flagged else ""
+
+    def readout(_fig) -> dict:
+        return {s: [(p.x, p.median, p.valid) for p in pts] for s, pts in schemes.items()}
+    return save_figure(fig, out, readout, notes, wrap=120, reserve=0.08)
+
+
+def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
+    """Every E4 figure with at least one run: {sweep: (png, what it shows)}."""
+    drawn = {}
+    for sweep, schemes in load(results).items():
+        out = plots / SWEEPS[sweep][2]
+        drawn[sweep] = (out, draw(sweep, schemes, out))
+    return drawn
+
+
+def report_lines(results: Path) -> list[str]:
+    """report.md's E4 section: medians per sweep value and scheme."""
+    data = load(results)
+    if not data:
+        return []
+    lines = ["## WiFi + 3G (E4; seeds/002, NSDI 2012 Fig. 4)", "",
+             "Median goodput (Mb/s) of one-second samples after the warm-up; MPTCP's share "
+             "of bytes on WiFi in brackets; `!` marks an invalid run. Seeds/002 reports, "
+             "for the paper: MPTCP about 25 % above TCP over WiFi at 100 KB, most of both "
+             "paths at 200 KB.", ""]
+    for sweep, schemes in data.items():
+        xlabel, what, png = SWEEPS[sweep]
+        xs = sorted({p.x for pts in schemes.values() for p in pts})
+        lines += [f"### {what}", "", f"![{what}](plots/{png})", "",
+                  f"| {xlabel} | " + " | ".join(SCHEMES[s][0] for s in SCHEMES) + " | MPTCP / TCP over WiFi |",
+                  "| --- " * (len(SCHEMES) + 2) + "|"]
+        for x in xs:
+            by = {s: next((p for p in schemes.get(s, []) if p.x == x), None) for s in SCHEMES}
+            cells = []
+            for s, p in by.items():
+                if p is None:
+                    cells.append("–")
+                    continue
+                share = f" ({p.path_share.get('wifi', 0):.0%})" if s == "mptcp" else ""
+                cells.append(f"{p.median:.2f}{share}{'' if p.valid else ' !'}")
+            m, w = by["mptcp"], by["tcp_wifi"]
+            ratio = f"{m.median / w.median:.2f}" if m and w and w.median > 0 else "–"
+            lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {ratio} |")
+        lines.append("")
+    return lines
