@@ -29,7 +29,11 @@ face the pod's edge switches and k/2..k-1 the core; core ports are the pods.
 
 A host may carry several interfaces: each link's `params1`/`params2` holds the
 address of the interface at that end (`{'ip': '10.0.0.2/32'}`), as Mininet
-does, so a multi-homed host simply has several links with addresses.
+does, so a multi-homed host simply has several links with addresses. A link
+may carry its own shaping, `addLink(..., link=LinkParams(...))` (rate, queue,
+delay, loss); links without one get the fabric's.
+
+WiFi3G: a sender and a receiver with one interface per path (see the class).
 """
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import platform
+import signal
 import statistics
 import time
 from pathlib import Path
@@ -79,9 +80,14 @@ class Wifi3GNetwork:
         self.close()
 
     def close(self) -> None:
-        self.procs.stop_all()
-        self.pm.close()
-        self.fabric.stop()
+        """Remove what was created; a second Ctrl-C waits until that is done."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self.procs.stop_all()
+            self.pm.close()
+            self.fabric.stop()
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def set_receive_buffer(self, kb: int) -> None:
         size = kb * 1024

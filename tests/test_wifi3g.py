@@ -2,7 +2,10 @@
 small experiment on the real kernel (each scheme on its own paths, MPTCP on
 both), drawn by plot.py."""
 import json
+import signal
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +103,46 @@ def test_figure_from_records_without_root(tmp_path, sweep):
     assert shown.data["tcp_wifi"][0] == (cfg.points()[0].x, 1.0, False)
     assert shown.mentions("delay_line_late")
     assert (tmp_path / "plots" / f"wifi3g-{sweep}.png").exists()
+
+
+def _delay_line_pids() -> set[int]:
+    pids = set()
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"harness.delayline" in (proc / "cmdline").read_bytes():
+                pids.add(int(proc.name))
+        except OSError:
+            pass
+    return pids
+
+
+@needs_root
+def test_ctrl_c_keeps_finished_runs_and_stops_the_delay_line(tmp_path, no_leftovers):
+    workdirs = set(Path("/tmp").glob("mptcp-delayline-*"))
+    lines_before = _delay_line_pids()
+    results = tmp_path / "results"
+    proc = subprocess.Popen(
+        [str(ROOT / "run_mptcp.sh"), "wifi3g", "--sweeps", "buffer", "--buffers", "100,200",
+         "--samples", "3", "--warmup", "2", "--results", str(results)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = results / "wifi3g/buffer/tcp_wifi/100kb/run.json"
+    try:
+        deadline = time.monotonic() + 120
+        while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert first.exists(), "the first run never finished"
+        kept = first.read_bytes()
+        time.sleep(2)                       # inside the second run's traffic
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert first.read_bytes() == kept
+    assert not (results / "wifi3g/buffer/tcp_3g").exists() or not any(
+        (results / "wifi3g/buffer/tcp_3g").iterdir())
+    assert _delay_line_pids() <= lines_before
+    assert set(Path("/tmp").glob("mptcp-delayline-*")) <= workdirs
