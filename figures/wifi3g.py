@@ -96,7 +96,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
             if not p.valid:
                 ax.plot(p.x, p.median, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
                 flagged.append(f"{label} at {p.x:g}: {', '.join(p.flags)}")
-    if sweep == "rtt":
+    if sweep in ("rtt", "buffer"):
         ax.set_xscale("log")
         ax.set_xticks(sorted({p.x for pts in schemes.values() for p in pts}))
         ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))

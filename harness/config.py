@@ -209,7 +209,9 @@ class Wifi3GPoint:
 class Wifi3GConfig:
     """Everything `run_mptcp.sh wifi3g` was asked to do."""
     sweeps: tuple[str, ...] = WIFI3G_SWEEPS
-    buffers_kb: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 500, 750, 1000)
+    # Up to 8 MB: with the 3G path's 2 s of buffer, MPTCP needs megabytes of
+    # receive buffer before it gets both paths (results/README.md).
+    buffers_kb: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000)
     fixed_buffer_kb: int = 500              # the receive buffer of the loss and RTT sweeps
     wifi_loss_pcts: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 5.0)
     wifi_rtts_ms: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 200.0)

@@ -46,6 +46,8 @@ CLIENT_PORT_BASE = 40000      # a fresh client port per run (TIME_WAIT of the pr
 # packets left the delay line over 10 ms late (host contention on a VM): half
 # the WiFi path's RTT, enough to distort what the run measured.
 LATE_PCT_FLAG = 1.0
+SENDER_WMEM_MAX = 32 << 20
+QUIET_S, QUIET_TIMEOUT_S = 0.5, 10.0
 PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi"}
 SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP"}
 
@@ -70,6 +72,11 @@ class Wifi3GNetwork:
             for host in self.fabric.hosts():
                 run(line, timeout=10, ns_pid=self.fabric.pid(host))
                 self.pm.attach(host, self.fabric.pid(host))
+            # Only the receive buffer is varied: the sender's send buffer must
+            # never be what limits a run (MPTCP keeps data until the slowest
+            # path acknowledges it at the connection level).
+            run(["sysctl", "-q", "-w", f"net.ipv4.tcp_wmem=4096 16384 {SENDER_WMEM_MAX}"],
+                timeout=10, ns_pid=self.fabric.pid("h1"))
             self.pm.start()
         except BaseException:
             self.close()
@@ -93,6 +100,19 @@ class Wifi3GNetwork:
         size = kb * 1024
         run(["sysctl", "-q", "-w", f"net.ipv4.tcp_rmem=4096 {size} {size}"], timeout=10,
             ns_pid=self.fabric.pid("h2"))
+
+    def wait_quiet(self, timeout: float = QUIET_TIMEOUT_S) -> None:
+        """Wait until nothing has arrived at the receiver for QUIET_S: the
+        previous run's packets still queued on the 3G path (up to 2 s of
+        them) must not be counted as this run's."""
+        deadline = time.monotonic() + timeout
+        last = self.rx_bytes()
+        while time.monotonic() < deadline:
+            time.sleep(QUIET_S)
+            now = self.rx_bytes()
+            if now == last:
+                return
+            last = now
 
     def delay_line_snapshot(self) -> list[dict]:
         line = self.fabric.delay_line
@@ -142,6 +162,7 @@ class Wifi3GExperiment:
         flow = FlowEndpoints(0, "h1", "h2", src_ip, dst_ip,
                              CLIENT_PORT_BASE + self.runs_done, SERVER_PORT_BASE)
         self.runs_done += 1
+        net.wait_quiet()
         net.set_receive_buffer(p.buffer_kb)
         net.pm.reset()
         net.pm.forget_expansions()
