@@ -5,7 +5,8 @@ WiFi loss rate and the WiFi RTT.
 Reads results/wifi3g/<sweep>/<scheme>/<value>/run.json. Each point is the
 median of its run's one-second samples, with the interquartile range as a
 bar; dashed lines are what each path, and both together, can carry as TCP
-goodput. Invalid runs are drawn as red crosses with their flags.
+goodput; the dotted line adds up the two TCP flows' medians (seeds/002's
+"aggregate TCP"). Invalid runs are drawn as red crosses with their flags.
 """
 from __future__ import annotations
 
@@ -96,6 +97,13 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
             if not p.valid:
                 ax.plot(p.x, p.median, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
                 flagged.append(f"{label} at {p.x:g}: {', '.join(p.flags)}")
+    # seeds/002's "aggregate TCP": what the two TCP flows get, added up.
+    wifi_by_x = {p.x: p.median for p in schemes.get("tcp_wifi", [])}
+    cell_by_x = {p.x: p.median for p in schemes.get("tcp_3g", [])}
+    both = sorted(x for x in wifi_by_x if x in cell_by_x)
+    if both:
+        ax.plot(both, [wifi_by_x[x] + cell_by_x[x] for x in both], ":", color="#555555",
+                linewidth=1.5, label="TCP over WiFi + TCP over 3G", zorder=2)
     if sweep in ("rtt", "buffer"):
         ax.set_xscale("log")
         ax.set_xticks(sorted({p.x for pts in schemes.values() for p in pts}))
@@ -114,7 +122,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
                  + f", {wifi.get('queue_pkts')} pkt buffer; 3G {cell.get('bw_mbps'):g} Mb/s "
                  f"{cell.get('rtt_ms'):g} ms RTT, {cell.get('queue_pkts')} pkt buffer{fixed}; "
                  f"cc {cfg.get('cc')}", fontsize=9)
-    ax.legend(loc="lower right", fontsize=8)
+    fig.legend(loc="outside upper center", ncol=4, fontsize=8, frameon=False)
     notes = ("INVALID (red x): " + "; ".join(flagged)) if flagged else ""
 
     def readout(_fig) -> dict:
