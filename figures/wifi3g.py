@@ -109,6 +109,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
         ax.set_xticks(sorted({p.x for pts in schemes.values() for p in pts}))
         ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
+        ax.tick_params(axis="x", labelrotation=45 if sweep == "buffer" else 0)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("goodput (Mb/s): median of 1 s samples, bar = IQR")
     ax.set_ylim(bottom=0)
