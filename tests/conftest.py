@@ -23,3 +23,12 @@ def no_leftovers():
     yield
     after = Snapshot.wait_clean(before, timeout=10)
     assert after.new_since(before) == {}, f"left behind: {after.new_since(before)}"
+
+
+@pytest.fixture
+def awake():
+    """vCPUs kept from idling while a test measures a rate on the wire
+    (harness/keepawake.py says why); not for tests that measure CPU."""
+    from harness.keepawake import KeepAwake
+    with KeepAwake() as keeper:
+        yield keeper

@@ -112,7 +112,7 @@ def test_random_loss_rate_on_the_wire(network, tmp_path):
 
 
 @needs_root
-def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path):
+def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake):
     """One Reno flow through a 100 Mb/s link with 50 ms of one-way delay (RTT
     100 ms) and a bandwidth-delay product of buffer: at least 95 % of what
     the link can carry."""

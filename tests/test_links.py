@@ -51,7 +51,7 @@ def qdisc_stats(fabric, node, dev):
     return {q["kind"]: q for q in json.loads(out)}
 
 
-def test_rate_holds(pair, tmp_path):
+def test_rate_holds(pair, tmp_path, awake):
     fabric, procs = pair
     driver = IperfDriver(fabric, procs)
     expected = 20 * PAYLOAD_SHARE
@@ -70,7 +70,7 @@ def test_rate_holds(pair, tmp_path):
     assert max(seen) >= 0.93 * expected, seen
 
 
-def test_queue_never_exceeds_its_limit(pair, tmp_path):
+def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     """Slow the router's port towards h1 to a quarter of the rate so the queue
     builds there, then sample its backlog while TCP pushes into it."""
     fabric, procs = pair

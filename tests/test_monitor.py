@@ -375,7 +375,7 @@ def test_queue_samples_never_exceed_the_queue_limit(pair, tmp_path):
 
 
 @needs_root
-def test_utilisation_of_a_saturated_link_is_near_and_not_above_100_pct(pair, tmp_path):
+def test_utilisation_of_a_saturated_link_is_near_and_not_above_100_pct(pair, tmp_path, awake):
     fabric, procs, _ = pair
     slow_port(fabric, 5)
     tolerance = 0.05
