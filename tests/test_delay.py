@@ -115,7 +115,10 @@ def test_random_loss_rate_on_the_wire(network, tmp_path):
 def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake):
     """One Reno flow through a 100 Mb/s link with 50 ms of one-way delay (RTT
     100 ms) and a bandwidth-delay product of buffer: at least 95 % of what
-    the link can carry."""
+    the link can carry, once the flow is in its steady state. Reno grows its
+    window by one packet per RTT after slow start, so on this long fat link
+    it takes several seconds to get there (measured: 88 % of the rate in
+    second 2, 95 % by second 9); the warm-up is 8 s."""
     bdp_pkts = round(100e6 * 0.1 / (1514 * 8))
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=bdp_pkts, delay_ms=50),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=1))
@@ -126,7 +129,7 @@ def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake)
         driver = IperfDriver(fabric, procs)
         for attempt in range(2):   # a busy VM host can withhold the CPU for a moment
             flow = FlowEndpoints(0, "h1", "h2", src, dst, 40100 + attempt, 5201)
-            [outcome] = driver.run([flow], False, 6, tmp_path / f"try{attempt}", warmup_s=3)
+            [outcome] = driver.run([flow], False, 6, tmp_path / f"try{attempt}", warmup_s=8)
             assert outcome.error is None, outcome.error
             best = max(best, outcome.goodput_mbps)
             if best >= 0.95 * 100 * PAYLOAD_SHARE:
