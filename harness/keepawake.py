@@ -9,7 +9,8 @@ at SCHED_IDLE priority it got the full rate in 3 of 3.
 
 A SCHED_IDLE loop runs only when nothing else wants the CPU, so it takes no
 time from real work, but it does show up as busy CPU in /proc/stat: use it
-only where a rate, not the CPU, is being measured.
+only where rates and delays, not the CPU, are being measured (E4 and the
+rate and delay tests).
 """
 from __future__ import annotations
 
@@ -31,10 +32,16 @@ class KeepAwake:
         self.cpus = cpus or os.cpu_count() or 1
         self.procs = ProcessTracker()
 
-    def __enter__(self) -> "KeepAwake":
+    def start(self) -> None:
         for i in range(self.cpus):
             self.procs.spawn(f"keep-awake {i}", [sys.executable, "-c", _LOOP])
+
+    def stop(self) -> None:
+        self.procs.stop_all()
+
+    def __enter__(self) -> "KeepAwake":
+        self.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.procs.stop_all()
+        self.stop()

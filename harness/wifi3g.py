@@ -32,6 +32,7 @@ from dctopo import WiFi3G
 from harness.config import LinkParams, Wifi3GConfig, Wifi3GPoint
 from harness.delayline import stats_delta
 from harness.fabric_l3 import L3Fabric
+from harness.keepawake import KeepAwake
 from harness.procs import ProcessTracker, run
 from harness.results import RunStage
 from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes
@@ -63,9 +64,13 @@ class Wifi3GNetwork:
         self.pm = UserspacePM()
         self.driver = IperfDriver(self.fabric, self.procs)
         self.cc = cfg.cc
+        # E4 measures goodput and delays, not CPU: keep the VM's vCPUs from
+        # idling, or their late wake-ups add to every delay (keepawake.py).
+        self.keep_awake = KeepAwake()
 
     def __enter__(self) -> "Wifi3GNetwork":
         try:
+            self.keep_awake.start()
             self.fabric.start()
             line = ["sysctl", "-q", "-w",
                     *(f"{k}={v}" for k, v in transport.host_sysctls(self.cc).items())]
@@ -93,6 +98,7 @@ class Wifi3GNetwork:
             self.procs.stop_all()
             self.pm.close()
             self.fabric.stop()
+            self.keep_awake.stop()
         finally:
             signal.signal(signal.SIGINT, previous)
 
@@ -218,6 +224,7 @@ class Wifi3GExperiment:
                 "samples": self.cfg.samples, "warmup_s": self.cfg.warmup_s,
                 "seed": self.cfg.seed, "cc": self.cfg.cc,
                 "delay_backend": net.fabric.delay_backend,
+                "keep_awake": True,
             },
             "kernel": platform.release(),
             "started_at": _iso(started_at),

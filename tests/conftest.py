@@ -27,8 +27,8 @@ def no_leftovers():
 
 @pytest.fixture
 def awake():
-    """vCPUs kept from idling while a test measures a rate on the wire
-    (harness/keepawake.py says why); not for tests that measure CPU."""
+    """vCPUs kept from idling while a test measures a rate or a delay on the
+    wire (harness/keepawake.py says why); not for tests that measure CPU."""
     from harness.keepawake import KeepAwake
     with KeepAwake() as keeper:
         yield keeper

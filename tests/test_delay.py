@@ -60,7 +60,7 @@ def within(measured: float, configured: float) -> bool:
 
 
 @needs_root
-def test_rtt_matches_configured_delay(network):
+def test_rtt_matches_configured_delay(network, awake):
     # 25 ms one-way on WiFi (RTT 50), 2 ms on 3G (RTT 4: the 1 ms regime).
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=25),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=2))
@@ -74,7 +74,7 @@ def test_rtt_matches_configured_delay(network):
 
 
 @needs_root
-def test_jitter_spreads_rtt_without_going_below_delay_minus_jitter(network):
+def test_jitter_spreads_rtt_without_going_below_delay_minus_jitter(network, awake):
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=20, jitter_ms=5),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=1))
     rtts = ping_rtts(fabric, "wifi", count=80, interval=0.1)
