@@ -191,8 +191,8 @@ class IperfDriver:
 
     @staticmethod
     def _outcome(f: FlowEndpoints, logdir: Path, timed_out: bool, warmup_s: float) -> FlowOutcome:
-        server = _read_json(logdir / f"{f.index:04d}-server.json")
-        client = _read_json(logdir / f"{f.index:04d}-client.json")
+        server = read_json(logdir / f"{f.index:04d}-server.json")
+        client = read_json(logdir / f"{f.index:04d}-client.json")
         error = (client or {}).get("error") or (server or {}).get("error")
         goodput, seconds, whole, first_data = receiver_goodput(server, warmup_s)
         if timed_out:
@@ -203,7 +203,8 @@ class IperfDriver:
                            round(whole, 4), first_data)
 
 
-def _read_json(path: Path) -> dict | None:
+def read_json(path: Path) -> dict | None:
+    """An iperf3 JSON log, or None if it is missing or not (yet) JSON."""
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):

@@ -21,7 +21,6 @@ Results: results/wifi3g/<sweep>/<scheme>/<value>/run.json, one per point.
 from __future__ import annotations
 
 import itertools
-import json
 import platform
 import signal
 import statistics
@@ -36,13 +35,12 @@ from harness.keepawake import KeepAwake
 from harness.procs import ProcessTracker, run
 from harness.results import RunStage
 from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes
-from harness.traffic import (SERVER_PORT_BASE, FlowEndpoints, IperfDriver, TrafficError,
-                             receiver_samples)
+from harness.traffic import (CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, IperfDriver,
+                             TrafficError, read_json, receiver_samples)
 from kernel import transport
 from kernel.mptcp_pm import UserspacePM
 
 SCHEMA = 1
-CLIENT_PORT_BASE = 40000      # a fresh client port per run (TIME_WAIT of the previous one)
 # A run is flagged delay_line_late when more than this share (%) of its
 # packets left the delay line over 10 ms late (host contention on a VM): half
 # the WiFi path's RTT, enough to distort what the run measured.
@@ -126,11 +124,9 @@ class Wifi3GNetwork:
 
     def rx_bytes(self) -> dict[str, int]:
         """Bytes the receiver has taken in on each path's interface."""
-        counts = {}
-        for line in Path(f"/proc/{self.fabric.pid('h2')}/net/dev").read_text().splitlines()[2:]:
-            name, _, fields = line.partition(":")
-            counts[name.strip()] = int(fields.split()[0])
-        return {path: counts.get(f"h2-eth{port}", 0) for port, path in enumerate(self.topo.paths)}
+        counts = transport.read_dev_bytes(self.fabric.pid("h2"))
+        return {path: counts.get(f"h2-eth{port}", (0, 0))[0]
+                for port, path in enumerate(self.topo.paths)}
 
 
 class Wifi3GExperiment:
@@ -183,7 +179,7 @@ class Wifi3GExperiment:
                                        warmup_s=cfg.warmup_s, bind_servers=not mptcp)
             after = net.rx_bytes()
             delay_line = stats_delta(line_before, net.delay_line_snapshot())
-            server = _read_server(stage.path / "iperf")
+            server = read_json(stage.path / "iperf" / "0000-server.json")
             samples = receiver_samples(server, cfg.warmup_s)[:cfg.samples]
             record = self._record(net, p, outcome, samples,
                                   {k: after[k] - before[k] for k in after}, started_at)
@@ -251,10 +247,3 @@ class Wifi3GExperiment:
 def _link_record(link: LinkParams) -> dict:
     return {"bw_mbps": link.bw_mbps, "queue_pkts": link.queue_pkts,
             "rtt_ms": 2 * link.delay_ms, "jitter_ms": link.jitter_ms, "loss_pct": link.loss_pct}
-
-
-def _read_server(logdir: Path) -> dict | None:
-    try:
-        return json.loads((logdir / "0000-server.json").read_text())
-    except (OSError, ValueError):
-        return None

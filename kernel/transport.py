@@ -58,5 +58,17 @@ def read_netstat(ns_pid: int, prefixes=("MPTcpExt", "TcpExt")) -> dict[str, int]
     return counters
 
 
+def read_dev_bytes(ns_pid: int) -> dict[str, tuple[int, int]]:
+    """(received, sent) bytes of each interface of a namespace but lo, from
+    /proc/PID/net/dev (the net/dev file of PID's network namespace)."""
+    counts = {}
+    for line in Path(f"/proc/{ns_pid}/net/dev").read_text().splitlines()[2:]:
+        name, _, fields = line.partition(":")
+        f = fields.split()
+        if name.strip() != "lo":
+            counts[name.strip()] = (int(f[0]), int(f[8]))
+    return counts
+
+
 def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}

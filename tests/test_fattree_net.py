@@ -8,7 +8,7 @@ import pytest
 from harness.config import LinkParams, SweepConfig
 from harness.procs import run
 from harness.sweep import Sweep
-from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_netstat
+from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat
 from tests.conftest import needs_root
 from workloads import Flow
 
@@ -41,11 +41,8 @@ def netstat(sweep, host):
 
 
 def dev_bytes(sweep, node: str) -> dict[str, tuple[int, int]]:
-    """(received, sent) bytes of each of a node's interfaces, from its
-    namespace's /proc/net/dev."""
-    with open(f"/proc/{sweep.fabric.pid(node)}/net/dev") as f:
-        rows = [line.split() for line in f.readlines()[2:]]
-    return {r[0].rstrip(":"): (int(r[1]), int(r[9])) for r in rows if r[0] != "lo:"}
+    """(received, sent) bytes of each of a node's interfaces."""
+    return read_dev_bytes(sweep.fabric.pid(node))
 
 
 def core_bytes(sweep) -> dict[str, int]:
