@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -32,3 +35,24 @@ def awake():
     from harness.keepawake import KeepAwake
     with KeepAwake() as keeper:
         yield keeper
+
+
+def interrupt_after_first_run(argv: list[str], first: Path, settle_s: float) -> tuple[int, str, bytes]:
+    """Start `argv` (run_mptcp.sh ...), wait until its first run.json `first`
+    exists, let the next run's traffic go for `settle_s`, then Ctrl-C it.
+    Returns (exit status, stderr, `first` as it was before the Ctrl-C)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert first.exists(), "the first run never finished"
+        kept = first.read_bytes()
+        time.sleep(settle_s)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return proc.returncode, err, kept

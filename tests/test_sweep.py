@@ -2,12 +2,10 @@
 with every documented field, the figure, nothing left behind; and Ctrl-C in
 the middle of a sweep, which keeps finished runs and removes everything else."""
 import json
-import signal
 import subprocess
-import time
 
 
-from tests.conftest import ROOT, needs_root
+from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 
 pytestmark = needs_root
 SCRIPT = str(ROOT / "run_mptcp.sh")
@@ -41,22 +39,10 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
 
 def test_ctrl_c_keeps_finished_runs_and_leaves_nothing(tmp_path, no_leftovers):
     argv = [SCRIPT, "4", "--subflows", "1,2,3", "--time", "6", "--results", str(tmp_path)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first = tmp_path / "ft4" / "one_to_one" / "flows1" / "run.json"
-    try:
-        deadline = time.monotonic() + 120
-        while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert first.exists(), "the first run never finished"
-        kept = first.read_bytes()
-        time.sleep(3)                     # well inside the second run's traffic
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 130, err
+    # 3 s: well inside the second run's traffic
+    returncode, err, kept = interrupt_after_first_run(argv, first, settle_s=3)
+    assert returncode == 130, err
     assert "interrupted" in err
     assert first.read_bytes() == kept
     runs = sorted(p.name for p in (tmp_path / "ft4" / "one_to_one").iterdir())

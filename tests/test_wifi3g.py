@@ -2,9 +2,7 @@
 small experiment on the real kernel (each scheme on its own paths, MPTCP on
 both), drawn by plot.py."""
 import json
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +10,7 @@ import pytest
 from dctopo import WiFi3G
 from harness.config import CELL, WIFI, LinkParams, Wifi3GConfig, buffer_pkts
 from harness.fabric_l3 import L3Fabric
-from tests.conftest import ROOT, needs_root
+from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 
 
 def test_paths_follow_the_seed():
@@ -121,25 +119,12 @@ def test_ctrl_c_keeps_finished_runs_and_stops_the_delay_line(tmp_path, no_leftov
     workdirs = set(Path("/tmp").glob("mptcp-delayline-*"))
     lines_before = _delay_line_pids()
     results = tmp_path / "results"
-    proc = subprocess.Popen(
-        [str(ROOT / "run_mptcp.sh"), "wifi3g", "--sweeps", "buffer", "--buffers", "100,200",
-         "--samples", "3", "--warmup", "2", "--results", str(results)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    argv = [str(ROOT / "run_mptcp.sh"), "wifi3g", "--sweeps", "buffer", "--buffers", "100,200",
+            "--samples", "3", "--warmup", "2", "--results", str(results)]
     first = results / "wifi3g/buffer/tcp_wifi/100kb/run.json"
-    try:
-        deadline = time.monotonic() + 120
-        while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert first.exists(), "the first run never finished"
-        kept = first.read_bytes()
-        time.sleep(2)                       # inside the second run's traffic
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 130, err
+    # 2 s: inside the second run's traffic
+    returncode, err, kept = interrupt_after_first_run(argv, first, settle_s=2)
+    assert returncode == 130, err
     assert "interrupted" in err
     assert first.read_bytes() == kept
     assert not (results / "wifi3g/buffer/tcp_3g").exists() or not any(
