@@ -60,7 +60,7 @@ def within(measured: float, configured: float) -> bool:
 
 
 @needs_root
-def test_rtt_matches_configured_delay(network, awake):
+def test_rtt_matches_configured_delay(network):
     # 25 ms one-way on WiFi (RTT 50), 2 ms on 3G (RTT 4: the 1 ms regime).
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=25),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=2))
