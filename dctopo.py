@@ -33,6 +33,43 @@ does, so a multi-homed host simply has several links with addresses. A link
 may carry its own shaping, `addLink(..., link=LinkParams(...))` (rate, queue,
 delay, loss); links without one get the fabric's.
 
+DHFT(k), the dual-homed FatTree of the paper (Section 5), k divisible by 4:
+the same aggregation and core switches as FatTree(k), but every edge switch
+is replaced by a pair of edge switches (a "rack") and every host has one
+interface on each of the two. The paper's construction, for k-port switches:
+
+  * each rack's two edge switches have k/2 uplinks between them, k/4 each;
+    each has hosts_per_rack downlinks, one per host; hosts_per_rack defaults
+    to round(2k/3), the paper's 2k/3 (8 at k=12, 3 at k=4), so an edge
+    switch has 11k/12 ports (rounded);
+  * k/2 racks per pod: (k/2) * hosts_per_rack hosts per pod;
+  * edge switch 2r (plane 0) of rack r uplinks to aggregation switches
+    0..k/4-1, edge switch 2r+1 (plane 1) to k/4..k/2-1. Aggregation and core
+    wiring is FatTree's, so the two planes never meet: a host's first
+    interface reaches every other host's first interface through plane 0,
+    its second interface the second interfaces through plane 1. A subflow
+    keeps to the plane of the address it is bound to.
+
+  =========  =================  =====================================
+  node       name               address
+  =========  =================  =====================================
+  host       h{p}_{r}_{i}       10.p.(2r).(i+2)   on h..-eth0 (plane 0)
+                                10.p.(2r+1).(i+2) on h..-eth1 (plane 1)
+  edge       e{p}_{2r+x}        10.p.(2r+x).1     router id (plane x)
+  agg        a{p}_{a}           10.p.(k+a).1      router id
+  core       c{j}               as FatTree
+  =========  =================  =====================================
+
+  Switch ports, `switch_ports()`: FatTree(4) 80 for 16 hosts (5 per host),
+  DHFT(4) 112 for 24 hosts (4.67 per host), DHFT(12) 2880 for 576 hosts (5
+  per host, the paper's "same cost as a FatTree"). Between hosts in different
+  pods a plane offers (k/4)(k/2) paths (2 at k=4), within a pod k/4, and
+  within a rack one (the shared edge switch).
+
+PerfectSwitch(k): the paper's control: DHFT(k)'s hosts (same names, racks
+and first addresses), each with one interface on a single non-blocking
+switch. The same traffic matrix runs on both.
+
 WiFi3G: a sender and a receiver with one interface per path (see the class).
 """
 from __future__ import annotations
@@ -86,6 +123,14 @@ class DCTopo(Topo):
     def role(self, node: str) -> str:
         return self.nodeInfo(node)["role"]
 
+    def racks(self) -> dict[str, str]:
+        """host -> its rack (hosts under the same edge switch or pair)."""
+        return {h: self.nodeInfo(h).get("rack", h) for h in self.hosts()}
+
+    def switch_ports(self) -> int:
+        """Switch ports the topology uses: its cost, as the paper counts it."""
+        return sum(len(self.interfaces(s)) for s in self.switches())
+
     def path_links(self, src: str, dst: str) -> int:
         """Links on a shortest path between two nodes (host to host across
         a FatTree's core: 6). Breadth-first over the topology's links."""
@@ -126,7 +171,7 @@ class FatTree(DCTopo):
                 edge = self.addSwitch(f"e{p}_{e}", role="edge", pod=p, dpid=_dpid(1, p, e),
                                       router_id=f"10.{p}.{e}.1")
                 for i in range(half):
-                    host = self.addHost(f"h{p}_{e}_{i}", role="host", pod=p)
+                    host = self.addHost(f"h{p}_{e}_{i}", role="host", pod=p, rack=f"{p}_{e}")
                     self.addLink(host, edge, port1=0, port2=i,
                                  params1={"ip": f"10.{p}.{e}.{i + 2}/32"})
                 for a, agg in enumerate(aggs):
@@ -135,6 +180,67 @@ class FatTree(DCTopo):
                 for c in range(half):
                     j = a * half + c
                     self.addLink(agg, cores[j], port1=half + c, port2=p)
+
+
+def dhft_hosts_per_rack(k: int) -> int:
+    """The paper's 2k/3 hosts per pair of edge switches, rounded."""
+    return max(1, round(2 * k / 3))
+
+
+class DHFT(DCTopo):
+    """The dual-homed FatTree of the paper (Section 5, Fig. 14-16); the
+    module docstring gives the construction."""
+
+    def build(self, k: int = 4, hosts_per_rack: int | None = None):
+        if k < 4 or k % 4:
+            raise ValueError(f"DHFT needs k divisible by 4, got {k}")
+        self.k = k
+        self.hosts_per_rack = hpr = hosts_per_rack or dhft_hosts_per_rack(k)
+        half, quarter = k // 2, k // 4
+        cores = [self.addSwitch(f"c{j}", role="core", dpid=_dpid(3, 0, j),
+                                router_id=f"10.{k}.{j // half + 1}.{j % half + 1}")
+                 for j in range(half * half)]
+        for p in range(k):
+            aggs = [self.addSwitch(f"a{p}_{a}", role="agg", pod=p, dpid=_dpid(2, p, a),
+                                   router_id=f"10.{p}.{k + a}.1")
+                    for a in range(half)]
+            for r in range(half):
+                edges = [self.addSwitch(f"e{p}_{2 * r + x}", role="edge", pod=p, plane=x,
+                                        dpid=_dpid(1, p, 2 * r + x),
+                                        router_id=f"10.{p}.{2 * r + x}.1")
+                         for x in (0, 1)]
+                for i in range(hpr):
+                    host = self.addHost(f"h{p}_{r}_{i}", role="host", pod=p, rack=f"{p}_{r}")
+                    for x, edge in enumerate(edges):
+                        self.addLink(host, edge, port1=x, port2=i,
+                                     params1={"ip": f"10.{p}.{2 * r + x}.{i + 2}/32"})
+                for x, edge in enumerate(edges):
+                    for u in range(quarter):
+                        a = x * quarter + u
+                        self.addLink(edge, aggs[a], port1=hpr + u, port2=r)
+            for a, agg in enumerate(aggs):
+                for c in range(half):
+                    self.addLink(agg, cores[a * half + c], port1=half + c, port2=p)
+
+    def plane_addresses(self, host: str) -> list[str]:
+        """The host's address on plane 0 and on plane 1."""
+        return self.host_addresses(host)
+
+
+class PerfectSwitch(DCTopo):
+    """DHFT(k)'s hosts, single-homed on one non-blocking switch: the upper
+    bound of any single-homed topology (the paper's control)."""
+
+    def build(self, k: int = 4, hosts_per_rack: int | None = None):
+        self.k = k
+        like = DHFT(k=k, hosts_per_rack=hosts_per_rack)
+        self.hosts_per_rack = like.hosts_per_rack
+        switch = self.addSwitch("s0", role="switch", dpid=_dpid(1, 0, 0), router_id="10.255.0.1")
+        for port, host in enumerate(like.hosts(sort=True)):
+            info = like.nodeInfo(host)
+            self.addHost(host, role="host", pod=info["pod"], rack=info["rack"])
+            self.addLink(host, switch, port1=0, port2=port,
+                         params1={"ip": f"{like.host_addresses(host)[0]}/32"})
 
 
 class WiFi3G(DCTopo):
@@ -177,4 +283,4 @@ def _dpid(tier: int, pod: int, index: int) -> str:
     return f"{tier:04x}{pod:06x}{index:06x}"
 
 
-TOPOLOGIES = {"ft": FatTree, "wifi3g": WiFi3G}
+TOPOLOGIES = {"ft": FatTree, "dhft": DHFT, "perfect": PerfectSwitch, "wifi3g": WiFi3G}

@@ -11,6 +11,16 @@ single subflow count is rerun later.
                   itself a client of as many servers (2013 reproduction).
   all_to_all      every ordered pair of distinct hosts.
 
+Two more matrices take a parameter and the hosts' racks (E7, the dual-homed
+FatTree; paper Section 5):
+
+  locality        a permutation in which a fraction `locality` of the flows
+                  stay in their sender's rack: rack-local senders form
+                  derangements within their racks, spread as evenly as the
+                  racks allow, and the others send outside their rack.
+  random          every host opens `connections` flows, each to a host drawn
+                  uniformly from the others (so receivers may collide).
+
 `optimal_mbps` is each flow's share of its host links on a non-blocking
 fabric: the link rate divided by the larger of the sender's fan-out and the
 receiver's fan-in. For these regular matrices that is exactly the max-min
@@ -38,6 +48,11 @@ class TrafficMatrix:
     workload: str
     seed: int
     flows: tuple[Flow, ...]
+    param: float | None = None     # locality fraction or connections per host
+
+    def local_fraction(self, racks: dict[str, str]) -> float:
+        """The share of flows whose two ends are in the same rack."""
+        return sum(racks[f.src] == racks[f.dst] for f in self.flows) / len(self.flows)
 
     def share(self, flow: Flow) -> float:
         """The fraction of a host link this flow gets when the fabric is perfect."""
@@ -46,13 +61,16 @@ class TrafficMatrix:
         return 1.0 / max(fan_out[flow.src], fan_in[flow.dst])
 
     def to_record(self) -> dict:
-        return {"workload": self.workload, "seed": self.seed,
-                "flows": [[f.src, f.dst] for f in self.flows]}
+        rec = {"workload": self.workload, "seed": self.seed,
+               "flows": [[f.src, f.dst] for f in self.flows]}
+        if self.param is not None:
+            rec["param"] = self.param
+        return rec
 
     @classmethod
     def from_record(cls, rec: dict) -> "TrafficMatrix":
         return cls(rec["workload"], int(rec["seed"]),
-                   tuple(Flow(s, d) for s, d in rec["flows"]))
+                   tuple(Flow(s, d) for s, d in rec["flows"]), rec.get("param"))
 
 
 def one_to_one(hosts: list[str], rng: random.Random) -> list[Flow]:
@@ -78,6 +96,76 @@ def one_to_several(hosts: list[str], rng: random.Random,
 
 def all_to_all(hosts: list[str], rng: random.Random) -> list[Flow]:
     return [Flow(s, d) for s in hosts for d in hosts if s != d]
+
+
+def derangement(hosts: list[str], rng: random.Random, allowed=lambda s, d: s != d,
+                tries: int = 100000) -> list[Flow]:
+    """A uniformly random permutation of `hosts` in which every (sender,
+    receiver) pair is `allowed`, by rejection."""
+    for _ in range(tries):
+        targets = list(hosts)
+        rng.shuffle(targets)
+        if all(allowed(s, d) for s, d in zip(hosts, targets)):
+            return [Flow(s, d) for s, d in zip(hosts, targets)]
+    raise ValueError(f"no permutation of {len(hosts)} hosts meets the constraint")
+
+
+def permutation_locality(hosts: list[str], racks: dict[str, str], rng: random.Random,
+                         locality: float) -> list[Flow]:
+    """A permutation with round(locality * hosts) rack-local flows (or one
+    fewer where a rack cannot hold a lone local flow: a host never sends to
+    itself). Local senders are added to racks in turns, two to a rack at
+    first, so they spread evenly; the rest send outside their rack."""
+    if not 0.0 <= locality <= 1.0:
+        raise ValueError(f"locality {locality}: must be within 0..1")
+    members: dict[str, list[str]] = {}
+    for h in sorted(hosts):
+        members.setdefault(racks[h], []).append(h)
+    order = list(members)
+    rng.shuffle(order)
+    for r in order:
+        rng.shuffle(members[r])
+    local = dict.fromkeys(order, 0)
+    wanted = round(locality * len(hosts))
+    grew = True
+    while wanted > 0 and grew:
+        grew = False
+        for r in order:
+            step = 2 if local[r] == 0 else 1
+            if step <= wanted and local[r] + step <= len(members[r]):
+                local[r] += step
+                wanted -= step
+                grew = True
+    flows = [f for r in order for f in derangement(members[r][:local[r]], rng)]
+    outside = [h for r in order for h in members[r][local[r]:]]
+    if outside and 2 * max(len(members[r]) - local[r] for r in order) > len(outside):
+        raise ValueError(f"locality {locality:g}: the {len(outside)} hosts left cannot all "
+                         f"send outside their rack")
+    if outside:
+        flows += derangement(outside, rng, lambda s, d: racks[s] != racks[d])
+    return sorted(flows, key=lambda f: f.src)
+
+
+def random_load(hosts: list[str], rng: random.Random, connections: int) -> list[Flow]:
+    """Every host opens `connections` flows to destinations drawn uniformly
+    from the other hosts, independently (a destination may repeat)."""
+    if connections < 1:
+        raise ValueError(f"connections {connections}: must be at least 1")
+    return [Flow(s, rng.choice([d for d in hosts if d != s]))
+            for s in sorted(hosts) for _ in range(connections)]
+
+
+def make_rack_matrix(workload: str, hosts: list[str], racks: dict[str, str], param: float,
+                     seed: int) -> TrafficMatrix:
+    """The "locality" or "random" matrix; a pure function of its arguments."""
+    rng = random.Random(f"{workload}:{param:g}:{seed}")
+    if workload == "locality":
+        flows = permutation_locality(sorted(hosts), racks, rng, param)
+    elif workload == "random":
+        flows = random_load(sorted(hosts), rng, int(param))
+    else:
+        raise ValueError(f"unknown workload {workload!r}")
+    return TrafficMatrix(workload, seed, tuple(flows), param)
 
 
 MATRICES = {"one_to_one": one_to_one, "one_to_several": one_to_several, "all_to_all": all_to_all}
