@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # sudo ./run_mptcp.sh K [WORKLOAD|all] [options]   (./run_mptcp.sh --help)
 # sudo ./run_mptcp.sh wifi3g [options]              (./run_mptcp.sh wifi3g --help)
-# Checks the input, installs what is missing, runs the FatTree sweep or the
-# WiFi + 3G experiment, draws the figures. Bad input: one line on stderr, exit status 2, nothing started.
+# sudo ./run_mptcp.sh dhft [options]                (./run_mptcp.sh dhft --help)
+# Checks the input, installs what is missing, runs the FatTree sweep, the
+# WiFi + 3G experiment or the dual-homed FatTree experiment, draws the figures. Bad input: one line on stderr, exit status 2, nothing started.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cli=(-m harness.cli)

@@ -1,5 +1,6 @@
-"""`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep) and
-`run_mptcp.sh wifi3g [options]` (E4): parse, check, run, plot.
+"""`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep),
+`run_mptcp.sh wifi3g [options]` (E4) and `run_mptcp.sh dhft [options]` (E7):
+parse, check, run, plot.
 
 Parsing and validation use the standard library only, so `run_mptcp.sh` can
 reject bad input with the system Python before it installs anything.
@@ -13,8 +14,9 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.config import (CONGESTION_CONTROLS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS,
-                            ConfigError, LinkParams, SweepConfig, Wifi3GConfig)
+from harness.config import (CONGESTION_CONTROLS, DHFT_SWEEPS, FABRICS, MAX_SUBFLOWS,
+                            WIFI3G_SWEEPS, WORKLOADS, ConfigError, DhftConfig, LinkParams,
+                            SweepConfig, Wifi3GConfig)
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -138,21 +140,78 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
     return cfg, args
 
 
+def dhft_parser() -> argparse.ArgumentParser:
+    d = DhftConfig()
+    p = OneLineParser(prog=f"{PROG} dhft",
+                      description="E7: dual-homed FatTree, throughput against locality and load.")
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    p.add_argument("--hosts-per-rack", type=int, default=None,
+                   help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
+    p.add_argument("--sweeps", default=",".join(d.sweeps),
+                   help=f"comma list of {', '.join(DHFT_SWEEPS)} (default all)")
+    p.add_argument("--localities", default=",".join(f"{x:g}" for x in d.localities),
+                   help="fractions of rack-local flows of the locality sweep (default %(default)s)")
+    p.add_argument("--loads", default=",".join(map(str, d.loads)),
+                   help="connections per host of the load sweep (default %(default)s)")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
+    p.add_argument("--time", type=float, default=d.time_s,
+                   help="seconds of traffic counted per run, after the warm-up (%(default)s)")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
+    p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+    p.add_argument("--seed", type=int, default=d.seed, help="traffic matrix and hash seed (%(default)s)")
+    p.add_argument("--cc", default=d.cc, help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
+    p.add_argument("--fabric", default=d.fabric, help=f"{', '.join(FABRICS)} (default %(default)s)")
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespace]:
+    args = dhft_parser().parse_args(argv)
+    cfg = DhftConfig(
+        k=args.k, hosts_per_rack=args.hosts_per_rack,
+        sweeps=tuple(s.strip() for s in args.sweeps.split(",") if s.strip()),
+        localities=_numbers(args.localities, "--localities"),
+        loads=_numbers(args.loads, "--loads", int), subflows=args.subflows,
+        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
+        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=args.cc,
+        results=Path(args.results))
+    cfg.validate()
+    return cfg, args
+
+
 def wifi3g_main(argv: list[str]) -> int:
+    def experiment(cfg):
+        from harness.wifi3g import Wifi3GExperiment
+        return Wifi3GExperiment(cfg)
+    return _experiment_main(argv, wifi3g_config_from_args, experiment, delay=True)
+
+
+def dhft_main(argv: list[str]) -> int:
+    def experiment(cfg):
+        from harness.dhft import DhftExperiment
+        return DhftExperiment(cfg)
+    return _experiment_main(argv, dhft_config_from_args, experiment, delay=False)
+
+
+def _experiment_main(argv: list[str], config_from, experiment, delay: bool) -> int:
+    """Parse and check, run the experiment `experiment(cfg)` builds, plot."""
     try:
-        cfg, args = wifi3g_config_from_args(argv)
+        cfg, args = config_from(argv)
         if args.validate_only:
             return 0
         from kernel import preflight
-        preflight.check_all(cfg.cc, delay=True)
+        preflight.check_all(cfg.cc, delay=delay)
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     from harness.sweep import SweepError
-    from harness.wifi3g import Wifi3GExperiment
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
-        Wifi3GExperiment(cfg).run()
+        experiment(cfg).run()
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; the network and every process of the experiment were "
               "removed, finished runs are kept", file=sys.stderr)
@@ -163,13 +222,16 @@ def wifi3g_main(argv: list[str]) -> int:
     return _plot(cfg.results)
 
 
+SUBCOMMANDS = {"wifi3g": wifi3g_main, "dhft": dhft_main}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     positional = [a for a in argv if not a.startswith("-")]
-    if positional[:1] == ["wifi3g"]:
+    if positional[:1] and positional[0] in SUBCOMMANDS:
         argv = list(argv)
-        argv.remove("wifi3g")
-        return wifi3g_main(argv)
+        argv.remove(positional[0])
+        return SUBCOMMANDS[positional[0]](argv)
     try:
         cfg, args = config_from_args(argv)
         if args.validate_only:

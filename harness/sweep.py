@@ -220,18 +220,10 @@ class Sweep:
                 self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
 
     def _counters(self) -> dict[str, int]:
-        """MPTCP MIB counters summed over every host namespace."""
-        total: dict[str, int] = {}
-        for host in self.fabric.hosts():
-            for k, v in transport.read_netstat(self.fabric.pid(host), ("MPTcpExt",)).items():
-                total[k] = total.get(k, 0) + v
-        return total
+        return mptcp_counters(self.fabric)
 
     def _subflows_by_flow(self) -> dict[tuple, int]:
-        """Subflows the kernel reported per client-side data connection,
-        keyed by (src ip, client port, dst ip, server port)."""
-        return {(c.saddr, c.sport, c.daddr, c.dport): c.subflows_established
-                for c in self.pm.connections() if not c.server_side}
+        return subflows_by_flow(self.pm)
 
     def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
                 cpu: CpuMonitor, counters: dict[str, int], started_at: float) -> dict:
@@ -255,7 +247,7 @@ class Sweep:
                     else 0 if o.error else 1),
                 "error": o.error,
             })
-        flags = self._flags(rc, flows, outcomes, cpu, counters)
+        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters)
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
@@ -282,23 +274,42 @@ class Sweep:
             "flags": flags,
         }
 
-    @staticmethod
-    def _flags(rc: RunConfig, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
-               counters: dict[str, int]) -> list[str]:
-        flags = []
-        if any(o.error and not o.timed_out for o in outcomes):
-            flags.append("handshake_failed")
-        if any(o.timed_out for o in outcomes):
-            flags.append("timed_out")
-        if any(fl["goodput_mbps"] <= 0 for fl in flows):
-            flags.append("zero_goodput_flow")
-        if rc.subflows > 1 and any(fl["subflows_established"] < rc.subflows for fl in flows):
-            flags.append("subflows_missing")
-        if rc.subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
-            flags.append("unexpected_mptcp")
-        if cpu.saturated():
-            flags.append("cpu_saturated")
-        return flags
+
+def mptcp_counters(fabric: Fabric) -> dict[str, int]:
+    """MPTCP MIB counters summed over every host namespace."""
+    total: dict[str, int] = {}
+    for host in fabric.hosts():
+        for k, v in transport.read_netstat(fabric.pid(host), ("MPTcpExt",)).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:
+    """Subflows the kernel reported per client-side data connection, keyed
+    by (src ip, client port, dst ip, server port)."""
+    return {(c.saddr, c.sport, c.daddr, c.dport): c.subflows_established
+            for c in pm.connections() if not c.server_side}
+
+
+def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
+              counters: dict[str, int]) -> list[str]:
+    """Why a run of long flows cannot be trusted, from its flow records
+    (goodput_mbps, subflows_established), its iperf3 outcomes, the CPU and
+    the MPTCP counters' change over the run; empty if it can."""
+    flags = []
+    if any(o.error and not o.timed_out for o in outcomes):
+        flags.append("handshake_failed")
+    if any(o.timed_out for o in outcomes):
+        flags.append("timed_out")
+    if any(fl["goodput_mbps"] <= 0 for fl in flows):
+        flags.append("zero_goodput_flow")
+    if subflows > 1 and any(fl["subflows_established"] < subflows for fl in flows):
+        flags.append("subflows_missing")
+    if subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
+        flags.append("unexpected_mptcp")
+    if cpu.saturated():
+        flags.append("cpu_saturated")
+    return flags
 
 
 def _percentile(sorted_values: list[float], pct: float) -> float:

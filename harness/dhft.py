@@ -1,0 +1,246 @@
+"""E7, the dual-homed FatTree: aggregate throughput against rack locality and
+against load (paper Section 5, Fig. 15-16; seeds/001).
+
+Three schemes run the same traffic matrix:
+
+* TCP on DHFT: each flow uses one of its sender's two interfaces, drawn at
+  random per flow, towards the receiver's interface on the same plane
+  (dctopo.DHFT: the planes never meet).
+* MPTCP on DHFT: the initial subflow as TCP's, then the path manager opens
+  the others alternately on the other plane and the same one, so
+  `subflows` are split evenly over both interfaces; within a plane they
+  differ by source port, and ECMP hashes them over the plane's paths.
+* TCP on the perfect switch (dctopo.PerfectSwitch): the same hosts on one
+  non-blocking switch, the paper's control.
+
+Two sweeps: `locality`, permutation matrices with a fraction of rack-local
+flows; `load`, random destinations with C connections per host. The network
+of each topology is built once and kept for all its runs.
+
+Results: results/dhft<k>/<sweep>/<scheme>/<value>/run.json, plus cpu.csv and
+the iperf3 logs, one folder per point.
+"""
+from __future__ import annotations
+
+import itertools
+import platform
+import random
+import signal
+import statistics
+import time
+from pathlib import Path
+
+from dctopo import DHFT, PerfectSwitch
+from harness.config import DhftConfig, DhftPoint
+from harness.fabrics import FABRICS
+from harness.procs import ProcessTracker, run
+from harness.results import RunStage
+from harness.sweep import (PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, mptcp_counters,
+                           run_flags, subflows_by_flow)
+from harness.traffic import FlowEndpoints, IperfDriver, TrafficError
+from kernel import transport
+from kernel.mptcp_pm import UserspacePM
+from monitor import CpuMonitor
+from workloads import TrafficMatrix, make_rack_matrix
+
+SCHEMA = 1
+SCHEME_LABELS = {"tcp_dhft": "TCP on DHFT", "mptcp_dhft": "MPTCP on DHFT",
+                 "tcp_perfect": "TCP on the perfect switch"}
+TOPOLOGIES = {"dhft": DHFT, "perfect": PerfectSwitch}
+
+
+class DhftNetwork:
+    """DHFT(k) or PerfectSwitch(k) on a fabric, every host ready for MPTCP."""
+
+    def __init__(self, topology: str, cfg: DhftConfig):
+        self.name = topology
+        self.topo = TOPOLOGIES[topology](k=cfg.k, hosts_per_rack=cfg.hosts_per_rack)
+        self.fabric = FABRICS[cfg.fabric](self.topo, cfg.link, seed=cfg.seed)
+        self.procs = ProcessTracker()
+        self.pm = UserspacePM()
+        self.driver = IperfDriver(self.fabric, self.procs)
+        self.cc = cfg.cc
+
+    def __enter__(self) -> "DhftNetwork":
+        try:
+            self.fabric.start()
+            line = ["sysctl", "-q", "-w",
+                    *(f"{k}={v}" for k, v in transport.host_sysctls(self.cc).items())]
+            for host in self.fabric.hosts():
+                run(line, timeout=10, ns_pid=self.fabric.pid(host))
+                self.pm.attach(host, self.fabric.pid(host))
+            self.pm.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove what was created; a second Ctrl-C waits until that is done."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self.procs.stop_all()
+            self.pm.close()
+            self.fabric.stop()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def endpoints(self, matrix: TrafficMatrix, seed: int) -> list[FlowEndpoints]:
+        """Ports as the driver gives them, and for each flow a plane drawn
+        at random (seeded): its sender's and receiver's address on it."""
+        rng = random.Random(f"planes:{matrix.workload}:{matrix.param}:{seed}")
+        flows = self.driver.endpoints(list(matrix.flows))
+        for f in flows:
+            src, dst = self.topo.host_addresses(f.src), self.topo.host_addresses(f.dst)
+            plane = rng.randrange(min(len(src), len(dst)))
+            f.src_ip, f.dst_ip = src[plane], dst[plane]
+        return flows
+
+    def subflow_paths(self, f: FlowEndpoints, subflows: int) -> list[tuple[str, str]]:
+        """(local, remote) addresses of the subflows after the first: planes
+        alternate starting with the one the first subflow does not use."""
+        src, dst = self.topo.host_addresses(f.src), self.topo.host_addresses(f.dst)
+        first = src.index(f.src_ip)
+        planes = min(len(src), len(dst))
+        return [(src[(first + i) % planes], dst[(first + i) % planes]) for i in range(1, subflows)]
+
+    def arm(self, flows: list[FlowEndpoints], subflows: int) -> None:
+        self.pm.reset()
+        self.pm.forget_expansions()
+        if subflows > 1:
+            for f in flows:
+                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port),
+                               subflows, paths=self.subflow_paths(f, subflows))
+
+    def sent_by_interface(self) -> dict[int, int]:
+        """Bytes the hosts have sent, summed by interface (port) number."""
+        out: dict[int, int] = {}
+        for host in self.fabric.hosts():
+            for name, (_, sent) in transport.read_dev_bytes(self.fabric.pid(host)).items():
+                port = int(name.rsplit("eth", 1)[1])
+                out[port] = out.get(port, 0) + sent
+        return out
+
+
+class DhftExperiment:
+    def __init__(self, cfg: DhftConfig, say=print):
+        self.cfg = cfg
+        self.say = say
+        self.runs_done = 0
+
+    def run(self) -> list[Path]:
+        points = self.cfg.points()
+        written, started = [], time.monotonic()
+        try:
+            for topology, group in itertools.groupby(points, key=lambda p: p.topology):
+                t0 = time.monotonic()
+                with DhftNetwork(topology, self.cfg) as net:
+                    self.say(f"built {type(net.topo).__name__}({self.cfg.k}) on fabric "
+                             f"{net.fabric.name}: {len(net.fabric.hosts())} hosts, "
+                             f"{len(net.topo.switches())} switches, {net.topo.switch_ports()} "
+                             f"switch ports in {time.monotonic() - t0:.1f} s")
+                    for p in group:
+                        self._progress(p, len(points), started)
+                        written.append(self.run_point(net, p))
+        except TrafficError as exc:
+            raise SweepError(str(exc)) from exc
+        self.say(f"dhft: {len(points)} runs in {_minutes(time.monotonic() - started)}")
+        return written
+
+    def _progress(self, p: DhftPoint, total: int, started: float) -> None:
+        i = self.runs_done
+        eta = f", ETA {_minutes((total - i) * (time.monotonic() - started) / i)}" if i else ""
+        what = f"{p.x:.0%} rack-local" if p.sweep == "locality" else f"{p.x:g} connections per host"
+        self.say(f"[{i + 1}/{total}] dhft{self.cfg.k} {p.sweep} {SCHEME_LABELS[p.scheme]}, {what}, "
+                 f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up "
+                 f"({total - i - 1} left{eta})")
+
+    def run_point(self, net: DhftNetwork, p: DhftPoint) -> Path:
+        cfg = self.cfg
+        self.runs_done += 1
+        racks = net.topo.racks()
+        matrix = make_rack_matrix(p.workload, net.fabric.hosts(), racks, p.x, cfg.seed)
+        flows = net.endpoints(matrix, cfg.seed)
+        subflows = cfg.subflows if p.scheme == "mptcp_dhft" else 1
+        net.arm(flows, subflows)
+        out = p.run_dir(cfg.results, cfg.k)
+        with RunStage(out) as stage:
+            started_at = time.time()
+            cpu = CpuMonitor(interval_s=1.0)
+            counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
+            try:
+                outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, stage.path / "iperf",
+                                          on_started=cpu.start, warmup_s=cfg.warmup,
+                                          bind_servers=subflows == 1)
+            finally:
+                cpu.stop()
+            counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
+            sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
+            cpu.write_csv(stage.path / "cpu.csv")
+            record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent, started_at)
+            stage.commit(record)
+        self.say(f"    aggregate {record['aggregate_mbps']:.1f} Mb/s "
+                 f"({record['pct_of_host_links']:.0f} % of the hosts' links), "
+                 f"{record['local_fraction']:.0%} rack-local, cpu {record['cpu_mean_pct']} %"
+                 + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
+        return out
+
+    def _record(self, net: DhftNetwork, p: DhftPoint, matrix: TrafficMatrix, outcomes,
+                subflows: int, cpu: CpuMonitor, counters: dict[str, int],
+                sent: dict[int, int], started_at: float) -> dict:
+        cfg = self.cfg
+        racks = net.topo.racks()
+        established = subflows_by_flow(net.pm)
+        flows = []
+        for o in outcomes:
+            f = o.endpoints
+            flows.append({
+                "src": f.src, "dst": f.dst, "src_ip": f.src_ip, "dst_ip": f.dst_ip,
+                "client_port": f.client_port, "server_port": f.server_port,
+                "rack_local": racks[f.src] == racks[f.dst],
+                "goodput_mbps": o.goodput_mbps, "seconds": o.seconds,
+                "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
+                "subflows_established": (
+                    established.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0)
+                    if subflows > 1 else 0 if o.error else 1),
+                "error": o.error,
+            })
+        flags = run_flags(subflows, flows, outcomes, cpu, counters)
+        link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
+        hosts = len(net.fabric.hosts())
+        aggregate = sum(fl["goodput_mbps"] for fl in flows)
+        total_sent = sum(sent.values())
+        return {
+            "schema": SCHEMA,
+            "experiment": "dhft",
+            "config": {
+                "k": cfg.k, "hosts_per_rack": net.topo.hosts_per_rack, "sweep": p.sweep,
+                "scheme": p.scheme, "topology": p.topology, "workload": p.workload, "x": p.x,
+                "subflows": subflows, "bw_mbps": cfg.link.bw_mbps,
+                "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s,
+                "warmup_s": cfg.warmup, "seed": cfg.seed, "fabric": cfg.fabric, "cc": cfg.cc,
+            },
+            "kernel": platform.release(),
+            "started_at": _iso(started_at),
+            "finished_at": _iso(time.time()),
+            "hosts": hosts,
+            "switch_ports": net.topo.switch_ports(),
+            "link_mbps": round(link_mbps, 4),
+            "matrix": matrix.to_record(),
+            "local_fraction": round(matrix.local_fraction(racks), 4),
+            "flows": flows,
+            "aggregate_mbps": round(aggregate, 3),
+            "mean_flow_mbps": round(statistics.fmean(fl["goodput_mbps"] for fl in flows), 4),
+            # Aggregate over what every host's one link could carry: 100 %
+            # is the perfect switch's ceiling, 200 % DHFT's.
+            "pct_of_host_links": round(100.0 * aggregate / (hosts * link_mbps), 2),
+            "interface_share": {f"eth{port}": round(n / total_sent, 4) if total_sent else 0.0
+                                for port, n in sorted(sent.items())},
+            "cpu_mean_pct": cpu.mean_pct(),
+            "kernel_counters": counters,
+            "valid": not flags,
+            "flags": flags,
+        }
