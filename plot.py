@@ -22,7 +22,11 @@ and per workload <workload>-cpu.png (CPU against FatTree size and subflow
 count, 2013 Fig 5); from RESULTS_DIR/wifi3g/<sweep>/<scheme>/<value>/run.json
 (E4) wifi3g-buffer.png, wifi3g-loss.png and wifi3g-rtt.png (goodput of TCP
 over WiFi, TCP over 3G and MPTCP against receive buffer, WiFi loss and WiFi
-RTT; NSDI 2012 Fig 4, seeds/002); then RESULTS_DIR/report.md (every figure, and a table per
+RTT; NSDI 2012 Fig 4, seeds/002); from RESULTS_DIR/dhft<k>/<sweep>/<scheme>/<value>/run.json
+(E7) dhft<k>-locality.png and dhft<k>-load.png (aggregate goodput of TCP and
+MPTCP on the dual-homed FatTree and TCP on the perfect switch against rack
+locality, and relative to the perfect switch against load; paper Fig 15,
+16); then RESULTS_DIR/report.md (every figure, and a table per
 topology and workload beside the paper's values). Each path written is printed.
 
 Only RESULTS_DIR/plots/ and RESULTS_DIR/report.md are written; a figure that
@@ -50,6 +54,7 @@ except ModuleNotFoundError:  # started as ./plot.py by a python3 outside the ven
 import argparse  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
+from figures import dhft as dhft_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
@@ -142,6 +147,7 @@ class Drawing:
     cpu_drawn: dict[str, Drawn]
     report: Path
     wifi3g: dict[str, Drawn]         # E4 sweep -> what its figure shows
+    dhft: dict[str, Drawn]           # E7 "dhft<k>-<sweep>" -> what its figure shows
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
@@ -154,9 +160,13 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     for sweep, (png, drawn) in wifi3g_fig.draw_all(results, plots).items():
         _written(png)
         wifi3g[sweep] = drawn
-    if not groups and not wifi3g:
-        note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json or "
-             f"{results}/wifi3g/; nothing to draw")
+    dhft = {}
+    for name, (png, drawn) in dhft_fig.draw_all(results, plots).items():
+        _written(png)
+        dhft[name] = drawn
+    if not groups and not wifi3g and not dhft:
+        note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
+             f"{results}/wifi3g/ or {results}/dhft<k>/; nothing to draw")
         return None
     sections = []
     for (topology, workload), runs in groups.items():
@@ -170,8 +180,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results))
-    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g)
+    write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results) + dhft_fig.report_lines(results))
+    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,9 @@ FatTree; paper Section 5):
                   stay in their sender's rack: rack-local senders form
                   derangements within their racks, spread as evenly as the
                   racks allow, and the others send outside their rack.
-  random          every host opens `connections` flows, each to a host drawn
-                  uniformly from the others (so receivers may collide).
+  random          `connections` flows per host on average (below 1, some hosts
+                  stay idle), each to a host drawn uniformly from the others
+                  (so receivers may collide).
 
 `optimal_mbps` is each flow's share of its host links on a non-blocking
 fabric: the link rate divided by the larger of the sender's fan-out and the
@@ -146,13 +147,19 @@ def permutation_locality(hosts: list[str], racks: dict[str, str], rng: random.Ra
     return sorted(flows, key=lambda f: f.src)
 
 
-def random_load(hosts: list[str], rng: random.Random, connections: int) -> list[Flow]:
-    """Every host opens `connections` flows to destinations drawn uniformly
-    from the other hosts, independently (a destination may repeat)."""
-    if connections < 1:
-        raise ValueError(f"connections {connections}: must be at least 1")
+def random_load(hosts: list[str], rng: random.Random, connections: float) -> list[Flow]:
+    """round(connections * hosts) flows, each to a destination drawn
+    uniformly from the other hosts, independently (a destination may repeat).
+    Every host opens floor(connections) of them and randomly chosen hosts one
+    more each, so a load below 1 leaves some hosts idle (the paper's light
+    loads)."""
+    if connections <= 0:
+        raise ValueError(f"connections {connections}: must be positive")
+    hosts = sorted(hosts)
+    whole = int(connections)
+    extra = set(rng.sample(hosts, round((connections - whole) * len(hosts))))
     return [Flow(s, rng.choice([d for d in hosts if d != s]))
-            for s in sorted(hosts) for _ in range(connections)]
+            for s in hosts for _ in range(whole + (s in extra))]
 
 
 def make_rack_matrix(workload: str, hosts: list[str], racks: dict[str, str], param: float,
@@ -162,7 +169,7 @@ def make_rack_matrix(workload: str, hosts: list[str], racks: dict[str, str], par
     if workload == "locality":
         flows = permutation_locality(sorted(hosts), racks, rng, param)
     elif workload == "random":
-        flows = random_load(sorted(hosts), rng, int(param))
+        flows = random_load(sorted(hosts), rng, param)
     else:
         raise ValueError(f"unknown workload {workload!r}")
     return TrafficMatrix(workload, seed, tuple(flows), param)

@@ -151,7 +151,7 @@ def dhft_parser() -> argparse.ArgumentParser:
                    help=f"comma list of {', '.join(DHFT_SWEEPS)} (default all)")
     p.add_argument("--localities", default=",".join(f"{x:g}" for x in d.localities),
                    help="fractions of rack-local flows of the locality sweep (default %(default)s)")
-    p.add_argument("--loads", default=",".join(map(str, d.loads)),
+    p.add_argument("--loads", default=",".join(f"{x:g}" for x in d.loads),
                    help="connections per host of the load sweep (default %(default)s)")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
@@ -175,7 +175,7 @@ def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespa
         k=args.k, hosts_per_rack=args.hosts_per_rack,
         sweeps=tuple(s.strip() for s in args.sweeps.split(",") if s.strip()),
         localities=_numbers(args.localities, "--localities"),
-        loads=_numbers(args.loads, "--loads", int), subflows=args.subflows,
+        loads=_numbers(args.loads, "--loads"), subflows=args.subflows,
         link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
         warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=args.cc,
         results=Path(args.results))

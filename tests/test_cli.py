@@ -51,6 +51,14 @@ BAD = [
     (["wifi3g", "--rtts", "1,abc"], "comma list"),
     (["wifi3g", "--samples", "0"], "--samples 0"),
     (["wifi3g", "--cc", "nosuch"], "congestion control"),
+    (["dhft", "--k", "6"], "divisible by 4"),
+    (["dhft", "--subflows", "9"], "2..8"),
+    (["dhft", "--subflows", "1"], "at least one per interface"),
+    (["dhft", "--localities", "0.95"], "cannot all send outside their rack"),
+    (["dhft", "--localities", "1.5"], "within 0..1"),
+    (["dhft", "--loads", "40"], "connections per host"),
+    (["dhft", "--sweeps", "nosuch"], "unknown sweep"),
+    (["dhft", "--fabric", "nosuch"], "unknown fabric"),
 ]
 
 
