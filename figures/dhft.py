@@ -61,10 +61,11 @@ def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
                 continue
             if sweep in SWEEPS and scheme in SCHEMES:
                 out.setdefault(top.name, {}).setdefault(sweep, {}).setdefault(scheme, []).append(point)
-    for sweeps in out.values():
+    for top, sweeps in out.items():
         for schemes in sweeps.values():
             for pts in schemes.values():
                 pts.sort(key=lambda p: p.x)
+        out[top] = {s: sweeps[s] for s in SWEEPS if s in sweeps}   # locality first
     return out
 
 

@@ -175,3 +175,33 @@ def test_ctrl_c_keeps_finished_runs(tmp_path, no_leftovers):
     assert returncode == 130, err
     assert "interrupted" in err
     assert first.read_bytes() == kept
+
+
+def test_figures_from_records_without_root(tmp_path):
+    """plot.py draws both E7 figures from run.json alone: locality at each
+    run's real share of local flows, load relative to the perfect switch,
+    an invalid run marked with its flags."""
+    import plot
+    cfg = DhftConfig(localities=(0, 0.5), loads=(1, 2))
+    aggregate = {"tcp_dhft": 100.0, "mptcp_dhft": 150.0, "tcp_perfect": 200.0}
+    for p in cfg.points():
+        d = p.run_dir(tmp_path, 4)
+        d.mkdir(parents=True)
+        invalid = p.scheme == "mptcp_dhft" and p.x == 2
+        d.joinpath("run.json").write_text(json.dumps({
+            "config": {"k": 4, "hosts_per_rack": 3, "sweep": p.sweep, "scheme": p.scheme,
+                       "x": p.x, "subflows": 8 if p.scheme == "mptcp_dhft" else 1,
+                       "bw_mbps": 10, "queue_pkts": 100, "time_s": 20, "warmup_s": 5,
+                       "cc": "reno", "fabric": "l3"},
+            "hosts": 24, "link_mbps": 9.56, "local_fraction": p.x if p.sweep == "locality" else 0.04,
+            "aggregate_mbps": aggregate[p.scheme] * (1 + p.x),
+            "valid": not invalid, "flags": ["subflows_missing"] if invalid else []}))
+    drawing = plot.draw_all(tmp_path)
+    locality, load = drawing.dhft["dhft4-locality"], drawing.dhft["dhft4-load"]
+    assert locality.data["mptcp_dhft"] == [(0.0, 150.0, True), (0.5, 225.0, True)]
+    assert load.data["mptcp_dhft"] == [(1.0, 0.75, True), (2.0, 0.75, False)]
+    assert load.data["tcp_dhft"] == [(1.0, 0.5, True), (2.0, 0.5, True)]
+    assert load.mentions("subflows_missing") and not locality.mentions("INVALID")
+    report = (tmp_path / "report.md").read_text()
+    assert "| 50% | 150.0 | 225.0 | 300.0 | 0.75 | 0.50 |" in report
+    assert (tmp_path / "plots" / "dhft4-load.png").exists()
