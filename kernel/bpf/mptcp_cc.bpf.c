@@ -84,7 +84,8 @@ struct {
 } mptcp_cc_conns SEC(".maps");
 
 /* Per-subflow private state in inet_csk_ca(sk) (icsk_ca_priv, 104 bytes;
- * this is 32).  The kernel zeroes it before .init and after .release. */
+ * this is 32).  The kernel zeroes the area whenever it (re)assigns an
+ * algorithm to a socket, so "all zero" means "nothing claimed yet". */
 struct cc_priv {
 	__u32 token;	/* MPTCP connection token, 0 = not known (yet) */
 	__u32 sid;	/* random non-zero id, owner tag of our slot */
@@ -285,9 +286,10 @@ static __always_inline void detach_conn(struct sock *sk)
 	__u32 token = ca->token;
 	int i;
 
-	/* .release is also called by MPTCP on the MPTCP socket itself (not a
-	 * tcp_sock; mptcp_ca_reset()), whose private area is zero.  Touch
-	 * nothing but the private area before checking it. */
+	/* .release is also called on the MPTCP socket itself, which is not a
+	 * tcp_sock (mptcp_ca_reset() looks the default algorithm up that
+	 * way); its private area is zero.  So touch nothing but the private
+	 * area before checking it. */
 	if (!token || !ca->slot)
 		return;
 	cs = bpf_map_lookup_elem(&mptcp_cc_conns, &token);
@@ -375,8 +377,9 @@ struct path_view {
  * knows, hence the checks.  Callers only use their return values. */
 
 /* Fill v from the slots (v->own_* are set by the caller); returns n, the
- * number of counted subflows (including ourselves).  A slot counts when it is owned, has an RTT sample
- * and is not our own (own_idx: our slot index, or ~0 without a slot). */
+ * number of counted subflows including ourselves.  A slot counts when it is
+ * owned, has an RTT sample and is not our own (own_idx: our slot index, or
+ * ~0 when we hold no slot). */
 __noinline __u32 mptcp_cc_gather(const struct conn_state *cs, __u32 own_idx,
 				 struct path_view *v)
 {
