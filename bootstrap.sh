@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what the harness needs, and nothing twice: Debian packages that are
 # missing, a virtual environment made from the system Python (so that Debian's
-# Mininet is importable) and the pinned Python packages.
+# Mininet is importable), the pinned Python packages, and the coupled
+# congestion control (kernel/bpf: BPF objects and their loader, rebuilt by make
+# only when a source or the running kernel's BTF changed).
 #   bootstrap.sh          what a run needs
 #   bootstrap.sh --dev    and what the tests need
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps iptables
-              iputils-ping python3 python3-venv)
+              iputils-ping python3 python3-venv
+              clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev make gcc libc6-dev)
 requirements=("$here/requirements.txt")
 [ "${1:-}" = "--dev" ] && requirements+=("$here/requirements-dev.txt")
 
@@ -45,3 +48,8 @@ for r in "${requirements[@]}"; do
     echo "$stamp" >"$stamp_file"
   fi
 done
+
+if ! out=$(timeout 300 make -s -C "$here/kernel/bpf" 2>&1); then
+  echo "$out" | tail -20 >&2
+  echo "bootstrap: building kernel/bpf (coupled congestion control) failed" >&2; exit 1
+fi

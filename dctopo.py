@@ -71,6 +71,10 @@ and first addresses), each with one interface on a single non-blocking
 switch. The same traffic matrix runs on both.
 
 WiFi3G: a sender and a receiver with one interface per path (see the class).
+
+TwoPaths: a multi-homed sender and receiver joined by two disjoint
+bottlenecks, and a single-homed pair whose traffic crosses one of them: the
+shared-bottleneck and path-shifting tests of coupled congestion control.
 """
 from __future__ import annotations
 
@@ -278,9 +282,45 @@ class WiFi3G(DCTopo):
         return f"10.{net}.0.2", f"10.{net}.1.2"
 
 
+class TwoPaths(DCTopo):
+    """Two disjoint paths, each a bottleneck link between two switches:
+
+        h1-eth0 10.1.0.2 -- a0 ==bottleneck 0== b0 -- h2-eth0 10.1.1.2
+        h1-eth1 10.2.0.2 -- a1 ==bottleneck 1== b1 -- h2-eth1 10.2.1.2
+        x1      10.{c+1}.0.3 -- a{c}        b{c} -- x2  10.{c+1}.1.3
+
+    h1 and h2 have one interface on each path; x1 and x2 (cross traffic)
+    sit on path `cross_path` only. Access links are `access`; the two links
+    a_p-b_p are `bottleneck`, in both directions.
+    """
+
+    def build(self, bottleneck: LinkParams = LinkParams(), access: LinkParams = ACCESS,
+              cross_path: int = 0):
+        self.bottleneck = bottleneck
+        h1 = self.addHost("h1", role="host")
+        h2 = self.addHost("h2", role="host")
+        x1 = self.addHost("x1", role="host")
+        x2 = self.addHost("x2", role="host")
+        for path in (0, 1):
+            net = path + 1
+            a = self.addSwitch(f"a{path}", role="edge", dpid=_dpid(1, 0, net), router_id=f"10.{net}.0.1")
+            b = self.addSwitch(f"b{path}", role="edge", dpid=_dpid(1, 1, net), router_id=f"10.{net}.1.1")
+            self.addLink(h1, a, port1=path, port2=0, params1={"ip": f"10.{net}.0.2/32"}, link=access)
+            self.addLink(b, h2, port1=0, port2=path, params2={"ip": f"10.{net}.1.2/32"}, link=access)
+            self.addLink(a, b, port1=1, port2=1, link=bottleneck)
+            if path == cross_path:
+                self.addLink(x1, a, port1=0, port2=2, params1={"ip": f"10.{net}.0.3/32"}, link=access)
+                self.addLink(b, x2, port1=2, port2=0, params2={"ip": f"10.{net}.1.3/32"}, link=access)
+
+    def path_addresses(self, path: int) -> tuple[str, str]:
+        """(h1's address, h2's address) on a path."""
+        return f"10.{path + 1}.0.2", f"10.{path + 1}.1.2"
+
+
 def _dpid(tier: int, pod: int, index: int) -> str:
     """A 16-hex-digit OpenFlow datapath id that encodes tier, pod and index."""
     return f"{tier:04x}{pod:06x}{index:06x}"
 
 
-TOPOLOGIES = {"ft": FatTree, "dhft": DHFT, "perfect": PerfectSwitch, "wifi3g": WiFi3G}
+TOPOLOGIES = {"ft": FatTree, "dhft": DHFT, "perfect": PerfectSwitch, "wifi3g": WiFi3G,
+              "twopaths": TwoPaths}

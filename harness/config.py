@@ -12,8 +12,10 @@ from pathlib import Path
 
 WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
 FABRICS = ("l3",)
-# Uncoupled algorithms the kernel ships; coupled ones (BPF) arrive with kernel/.
-CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+# Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run
+# by kernel/coupled_cc.py), then uncoupled ones the kernel ships.
+COUPLED_CONGESTION_CONTROLS = ("lia", "olia", "ewtcp")
+CONGESTION_CONTROLS = (*COUPLED_CONGESTION_CONTROLS, "reno", "cubic", "bbr")
 MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
 # Warm-up before goodput is counted, at 10 Mb/s; scaled with the link rate
 # because what has to settle (slow start, subflow joins, queues filling) takes

@@ -25,21 +25,18 @@ from __future__ import annotations
 import itertools
 import platform
 import random
-import signal
 import statistics
 import time
 from pathlib import Path
 
 from dctopo import DHFT, PerfectSwitch
 from harness.config import DhftConfig, DhftPoint
-from harness.fabrics import FABRICS
-from harness.procs import ProcessTracker, run
+from harness.network import Network
 from harness.results import RunStage
 from harness.sweep import (PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, mptcp_counters,
                            run_flags, subflows_by_flow)
-from harness.traffic import FlowEndpoints, IperfDriver, TrafficError
+from harness.traffic import FlowEndpoints, TrafficError
 from kernel import transport
-from kernel.mptcp_pm import UserspacePM
 from monitor import CpuMonitor
 from workloads import TrafficMatrix, make_rack_matrix
 
@@ -49,44 +46,13 @@ SCHEME_LABELS = {"tcp_dhft": "TCP on DHFT", "mptcp_dhft": "MPTCP on DHFT",
 TOPOLOGIES = {"dhft": DHFT, "perfect": PerfectSwitch}
 
 
-class DhftNetwork:
+class DhftNetwork(Network):
     """DHFT(k) or PerfectSwitch(k) on a fabric, every host ready for MPTCP."""
 
     def __init__(self, topology: str, cfg: DhftConfig):
         self.name = topology
-        self.topo = TOPOLOGIES[topology](k=cfg.k, hosts_per_rack=cfg.hosts_per_rack)
-        self.fabric = FABRICS[cfg.fabric](self.topo, cfg.link, seed=cfg.seed)
-        self.procs = ProcessTracker()
-        self.pm = UserspacePM()
-        self.driver = IperfDriver(self.fabric, self.procs)
-        self.cc = cfg.cc
-
-    def __enter__(self) -> "DhftNetwork":
-        try:
-            self.fabric.start()
-            line = ["sysctl", "-q", "-w",
-                    *(f"{k}={v}" for k, v in transport.host_sysctls(self.cc).items())]
-            for host in self.fabric.hosts():
-                run(line, timeout=10, ns_pid=self.fabric.pid(host))
-                self.pm.attach(host, self.fabric.pid(host))
-            self.pm.start()
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Remove what was created; a second Ctrl-C waits until that is done."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            self.procs.stop_all()
-            self.pm.close()
-            self.fabric.stop()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        super().__init__(TOPOLOGIES[topology](k=cfg.k, hosts_per_rack=cfg.hosts_per_rack),
+                         cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
 
     def endpoints(self, matrix: TrafficMatrix, seed: int) -> list[FlowEndpoints]:
         """Ports as the driver gives them, and for each flow a plane drawn
@@ -209,6 +175,8 @@ class DhftExperiment:
                 "error": o.error,
             })
         flags = run_flags(subflows, flows, outcomes, cpu, counters)
+        if not net.coupled_cc.alive():
+            flags.append("cc_unregistered")    # its loader died: the subflows fell back
         link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         hosts = len(net.fabric.hosts())
         aggregate = sum(fl["goodput_mbps"] for fl in flows)

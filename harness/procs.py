@@ -49,13 +49,15 @@ def run(argv: list[str], timeout: float, ns_pid: int | None = None,
     return done
 
 
-def _die_with_parent() -> None:
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _die_with_parent(sig: int = signal.SIGKILL) -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, sig)
 
 
-def _new_session_and_die_with_parent() -> None:
-    os.setsid()
-    _die_with_parent()
+def _new_session_and_die_with_parent(sig: int = signal.SIGKILL):
+    def setup() -> None:
+        os.setsid()
+        _die_with_parent(sig)
+    return setup
 
 
 @dataclass
@@ -71,11 +73,14 @@ class ProcessTracker:
 
     def spawn(self, label: str, argv: list[str], ns_pid: int | None = None,
               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-              env: dict | None = None) -> subprocess.Popen:
-        """Start a process; it runs until it exits or `stop()` ends it."""
-        proc = subprocess.Popen(in_netns(ns_pid, argv), stdin=subprocess.DEVNULL,
+              env: dict | None = None, stdin=subprocess.DEVNULL,
+              death_signal: int = signal.SIGKILL) -> subprocess.Popen:
+        """Start a process; it runs until it exits or `stop()` ends it.
+        `death_signal`: what the kernel sends it if the harness dies first
+        (SIGTERM for a process that must clean up after itself)."""
+        proc = subprocess.Popen(in_netns(ns_pid, argv), stdin=stdin,
                                 stdout=stdout, stderr=stderr, env=env,
-                                preexec_fn=_new_session_and_die_with_parent)
+                                preexec_fn=_new_session_and_die_with_parent(death_signal))
         self.procs.append(Tracked(label, proc))
         return proc
 

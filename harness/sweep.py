@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import signal
 import statistics
 import subprocess
 import time
@@ -21,10 +20,9 @@ import mininet.net
 from dctopo import FatTree
 from harness.config import RunConfig, SweepConfig
 from harness.fabric import Fabric
-from harness.fabrics import FABRICS
-from harness.procs import ProcessTracker, run
+from harness.network import Network
 from harness.results import RunStage, ensure_dir, give_to_invoking_user
-from harness.traffic import FlowEndpoints, FlowOutcome, IperfDriver, TrafficError
+from harness.traffic import FlowEndpoints, FlowOutcome, TrafficError
 from kernel import transport
 from kernel.mptcp_pm import UserspacePM
 from monitor import CpuMonitor, Monitors
@@ -51,11 +49,9 @@ class Sweep:
         self.cfg = cfg
         self.say = say
         self.capacity = capacity
-        self.topo = FatTree(k=cfg.k)
-        self.fabric: Fabric = FABRICS[cfg.fabric](self.topo, cfg.link, seed=cfg.seed)
-        self.procs = ProcessTracker()
-        self.pm = UserspacePM()
-        self.driver = IperfDriver(self.fabric, self.procs)
+        self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
+        self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
+        self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
         self.baseline_attempts: list[float] = []
         # Set by run(): its wall time, and the traffic seconds of its runs
@@ -91,23 +87,15 @@ class Sweep:
     def open(self) -> None:
         """Build the network and make every host ready for MPTCP runs."""
         t0 = time.monotonic()
-        self.fabric.start()
-        self._configure_hosts()
+        self.net.start()
         self.environment = self._environment()
         self.say(f"built {self.topo.__class__.__name__}({self.cfg.k}) on fabric "
                  f"{self.fabric.name}: {len(self.fabric.hosts())} hosts, "
                  f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s")
 
     def close(self) -> None:
-        """Remove what this sweep created. A second Ctrl-C must not cut the
-        clean-up short, so SIGINT waits until it is done."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            self.procs.stop_all()
-            self.pm.close()
-            self.fabric.stop()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        """Remove what this sweep created (Network.close says in which order)."""
+        self.net.close()
 
     def _progress(self, i: int, total: int, rc: RunConfig, started: float) -> None:
         label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"
@@ -120,14 +108,6 @@ class Sweep:
                  f" ({total - i - 1} left{eta})")
 
     # -- set-up ----------------------------------------------------------------
-    def _configure_hosts(self) -> None:
-        settings = transport.host_sysctls(self.cfg.cc)
-        line = ["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in settings.items())]
-        for host in self.fabric.hosts():
-            run(line, timeout=10, ns_pid=self.fabric.pid(host))
-            self.pm.attach(host, self.fabric.pid(host))
-        self.pm.start()
-
     def _environment(self) -> dict:
         first = self.fabric.hosts()[0]
         return {
@@ -248,6 +228,8 @@ class Sweep:
                 "error": o.error,
             })
         flags = run_flags(rc.subflows, flows, outcomes, cpu, counters)
+        if not self.net.coupled_cc.alive():
+            flags.append("cc_unregistered")    # its loader died: the subflows fell back
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
         pcts = sorted(fl["pct_optimal"] for fl in flows)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 import platform
-import signal
 import statistics
 import time
 from pathlib import Path
@@ -30,15 +29,13 @@ from pathlib import Path
 from dctopo import WiFi3G
 from harness.config import LinkParams, Wifi3GConfig, Wifi3GPoint
 from harness.delayline import stats_delta
-from harness.fabric_l3 import L3Fabric
 from harness.keepawake import KeepAwake
-from harness.procs import ProcessTracker, run
+from harness.network import Network
 from harness.results import RunStage
 from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes
-from harness.traffic import (CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, IperfDriver,
-                             TrafficError, read_json, receiver_samples)
+from harness.traffic import (CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, TrafficError,
+                             read_json, receiver_samples)
 from kernel import transport
-from kernel.mptcp_pm import UserspacePM
 
 SCHEMA = 1
 # A run is flagged delay_line_late when more than this share (%) of its
@@ -51,59 +48,35 @@ PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi"}
 SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP"}
 
 
-class Wifi3GNetwork:
+class Wifi3GNetwork(Network):
     """The WiFi3G topology on the kernel-routing fabric, with the path manager
     and iperf3 driver of one pair of paths."""
 
     def __init__(self, wifi: LinkParams, cell: LinkParams, cfg: Wifi3GConfig):
-        self.topo = WiFi3G(wifi=wifi, cell=cell)
-        self.fabric = L3Fabric(self.topo, LinkParams(), seed=cfg.seed)
-        self.procs = ProcessTracker()
-        self.pm = UserspacePM()
-        self.driver = IperfDriver(self.fabric, self.procs)
-        self.cc = cfg.cc
+        super().__init__(WiFi3G(wifi=wifi, cell=cell), LinkParams(), cfg.cc, seed=cfg.seed)
         # E4 measures goodput and delays, not CPU: keep the VM's vCPUs from
         # idling, or their late wake-ups add to every delay (keepawake.py).
         self.keep_awake = KeepAwake()
 
-    def __enter__(self) -> "Wifi3GNetwork":
+    def start(self) -> None:
         try:
             self.keep_awake.start()
-            self.fabric.start()
-            line = ["sysctl", "-q", "-w",
-                    *(f"{k}={v}" for k, v in transport.host_sysctls(self.cc).items())]
-            for host in self.fabric.hosts():
-                run(line, timeout=10, ns_pid=self.fabric.pid(host))
-                self.pm.attach(host, self.fabric.pid(host))
+            super().start()
             # Only the receive buffer is varied: the sender's send buffer must
             # never be what limits a run (MPTCP keeps data until the slowest
             # path acknowledges it at the connection level).
-            run(["sysctl", "-q", "-w", f"net.ipv4.tcp_wmem=4096 16384 {SENDER_WMEM_MAX}"],
-                timeout=10, ns_pid=self.fabric.pid("h1"))
-            self.pm.start()
+            self.sysctl("h1", {"net.ipv4.tcp_wmem": f"4096 16384 {SENDER_WMEM_MAX}"})
         except BaseException:
             self.close()
             raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def close(self) -> None:
-        """Remove what was created; a second Ctrl-C waits until that is done."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            self.procs.stop_all()
-            self.pm.close()
-            self.fabric.stop()
-            self.keep_awake.stop()
-        finally:
-            signal.signal(signal.SIGINT, previous)
+        super().close()
+        self.keep_awake.stop()
 
     def set_receive_buffer(self, kb: int) -> None:
         size = kb * 1024
-        run(["sysctl", "-q", "-w", f"net.ipv4.tcp_rmem=4096 {size} {size}"], timeout=10,
-            ns_pid=self.fabric.pid("h2"))
+        self.sysctl("h2", {"net.ipv4.tcp_rmem": f"4096 {size} {size}"})
 
     def wait_quiet(self, timeout: float = QUIET_TIMEOUT_S) -> None:
         """Wait until nothing has arrived at the receiver for QUIET_S: the
@@ -210,6 +183,8 @@ class Wifi3GExperiment:
             flags.append("subflows_missing")
         if not net.fabric.delay_line_ok():
             flags.append("delay_line_failed")
+        if not net.coupled_cc.alive():
+            flags.append("cc_unregistered")
         return {
             "schema": SCHEMA,
             "experiment": "wifi3g",

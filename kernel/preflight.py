@@ -67,4 +67,8 @@ def check_all(cc: str, delay: bool = False) -> None:
         from harness.links import netem_available
         if not netem_available():
             check_binaries(DELAY_BINARIES)
-    check_congestion_control(cc)
+    from kernel import coupled_cc
+    if cc in coupled_cc.COUPLED:
+        coupled_cc.check_built()
+    else:
+        check_congestion_control(cc)

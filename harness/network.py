@@ -1,0 +1,79 @@
+"""A topology built on a fabric with every host ready for TCP and MPTCP runs.
+
+What every experiment needs around its network, in one place: the fabric,
+the processes it starts, the userspace path manager attached to every host,
+the iperf3 driver, and the congestion control: set as every host's default,
+and, for the coupled algorithms (LIA, OLIA, EWTCP), registered in the kernel
+for as long as the network exists. Teardown removes exactly that, in an order
+that frees everything: processes, path manager sockets, namespaces, then the
+algorithms the namespaces used.
+"""
+from __future__ import annotations
+
+import signal
+
+from dctopo import DCTopo
+from harness.config import LinkParams
+from harness.fabric import Fabric
+from harness.fabrics import FABRICS
+from harness.procs import ProcessTracker, run
+from harness.traffic import IperfDriver
+from kernel import transport
+from kernel.coupled_cc import CoupledCC
+from kernel.mptcp_pm import UserspacePM
+
+
+class Network:
+    def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
+                 fabric: str = "l3"):
+        self.topo = topo
+        self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed)
+        self.cc = cc
+        self.procs = ProcessTracker()
+        self.pm = UserspacePM()
+        self.driver = IperfDriver(self.fabric, self.procs)
+        self.coupled_cc = CoupledCC(cc)
+
+    def __enter__(self) -> "Network":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        try:
+            self.coupled_cc.start()
+            self.fabric.start()
+            for host in self.fabric.hosts():
+                self.sysctl(host, transport.host_sysctls(self.cc))
+                self.pm.attach(host, self.fabric.pid(host))
+            self.pm.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Remove what was created; a second Ctrl-C waits until that is done."""
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self.procs.stop_all()
+            self.pm.close()
+            self.fabric.stop()
+            self.coupled_cc.stop()      # after the namespaces that use the algorithms
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def sysctl(self, host: str, values: dict[str, str]) -> None:
+        run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())], timeout=10,
+            ns_pid=self.fabric.pid(host))
+
+    def set_cc(self, host: str, cc: str) -> None:
+        """Another default congestion control for one host (e.g. a Reno
+        competitor next to an LIA connection)."""
+        self.sysctl(host, {"net.ipv4.tcp_congestion_control": cc})
+
+    def alive(self) -> bool:
+        """False if a part the runs depend on has died (the delay line, the
+        coupled congestion control's loader)."""
+        return self.fabric.delay_line_ok() and self.coupled_cc.alive()

@@ -1,0 +1,133 @@
+"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP) registered in the
+kernel for as long as an experiment's networks exist.
+
+The algorithms are BPF struct_ops built from kernel/bpf/ by the bootstrap
+(kernel/bpf/README.md has their rules). Registering a congestion control is
+machine-wide, so one loader process (kernel/bpf/build/cc_loader) holds them:
+
+  * it prints "ready lia olia ewtcp" once they are registered;
+  * it unregisters them when its stdin closes or on SIGTERM/SIGINT/SIGHUP.
+    Its stdin is a pipe from us, so if the harness dies in any way, even by
+    SIGKILL, the pipe closes and the algorithms go with it. For the same
+    reason it is told of its parent's death by SIGTERM, not SIGKILL.
+
+A network namespace whose default is one of them keeps a reference to it, so
+the networks are torn down before the loader is stopped; the kernel then
+frees the programs and maps (deferred, within about a second).
+"""
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from harness.config import COUPLED_CONGESTION_CONTROLS, ConfigError
+from harness.procs import ProcessTracker
+
+COUPLED = COUPLED_CONGESTION_CONTROLS
+BPF_DIR = Path(__file__).resolve().parent / "bpf"
+LOADER = BPF_DIR / "build" / "cc_loader"
+OBJECT = BPF_DIR / "build" / "mptcp_cc.bpf.o"
+AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+READY_TIMEOUT_S = 20
+GONE_TIMEOUT_S = 5
+EXIT_ALREADY_REGISTERED = 3
+
+
+class CoupledCCError(ConfigError):
+    """The coupled algorithms cannot be registered (exit status 2)."""
+
+
+def available() -> list[str]:
+    return AVAILABLE.read_text().split()
+
+
+def check_built() -> None:
+    """Preflight: the loader and the BPF object exist and none of our names
+    is registered already (a leftover of a loader that was SIGKILLed)."""
+    missing = [str(p) for p in (LOADER, OBJECT) if not p.exists()]
+    if missing:
+        raise CoupledCCError(f"coupled congestion control not built ({', '.join(missing)} missing): "
+                             "run ./bootstrap.sh, which builds kernel/bpf")
+    if not Path("/sys/kernel/btf/vmlinux").exists():
+        raise CoupledCCError("this kernel has no BTF (/sys/kernel/btf/vmlinux): BPF congestion "
+                             "control needs CONFIG_DEBUG_INFO_BTF=y")
+    leftover = [n for n in COUPLED if n in available()]
+    if leftover:
+        raise CoupledCCError(
+            f"congestion control {leftover[0]!r} is already registered (another run of the "
+            f"harness, or a leftover of one that was killed): if no run is going on, remove it "
+            f"with `bpftool struct_ops unregister name {leftover[0]}`")
+
+
+class CoupledCC:
+    """The loader process of one network; start() and stop() are no-ops
+    when the network's algorithm is one the kernel ships."""
+
+    def __init__(self, cc: str):
+        self.cc = cc
+        # Its own tracker: stopping the experiment's processes must not stop
+        # the loader before the namespaces that use the algorithms are gone.
+        self.procs = ProcessTracker()
+        self.loader: subprocess.Popen | None = None
+
+    @property
+    def needed(self) -> bool:
+        return self.cc in COUPLED
+
+    def start(self) -> None:
+        if not self.needed or self.loader is not None:
+            return
+        check_built()
+        self.loader = self.procs.spawn("cc_loader", [str(LOADER), str(OBJECT)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, death_signal=signal.SIGTERM)
+        line = self._read_line(self.loader.stdout, READY_TIMEOUT_S)
+        if not line.startswith("ready") or self.cc not in line.split():
+            why = line.strip()
+            if not why and self.procs.wait([self.loader], time.monotonic() + 1) == []:
+                lines = self.loader.stderr.read().decode(errors="replace").strip().splitlines()
+                why = lines[-1] if lines else f"exit status {self.loader.returncode}"
+            self.stop()
+            raise CoupledCCError(f"cc_loader did not register {self.cc}: {why or 'no output'}")
+
+    def alive(self) -> bool:
+        """False if the algorithms were registered and the loader has died
+        since (then they are gone too)."""
+        return not self.needed or (self.loader is not None and self.loader.poll() is None)
+
+    def stop(self) -> None:
+        """Unregister: close the loader's stdin and wait for it, SIGTERM it if
+        it does not exit; then wait until the names have left the kernel's list."""
+        if self.loader is None:
+            return
+        loader, self.loader = self.loader, None
+        try:
+            loader.stdin.close()
+        except OSError:
+            pass
+        self.procs.wait([loader], time.monotonic() + GONE_TIMEOUT_S)
+        self.procs.stop([loader])      # SIGTERM if it is still there; forgets it either way
+        for stream in (loader.stdout, loader.stderr):
+            stream.close()
+        deadline = time.monotonic() + GONE_TIMEOUT_S
+        while any(n in available() for n in COUPLED) and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    @staticmethod
+    def _read_line(stream, timeout: float) -> str:
+        """One line from a pipe, or what arrived before `timeout` or EOF."""
+        fd, buf = stream.fileno(), b""
+        deadline = time.monotonic() + timeout
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                break
+            chunk = os.read(fd, 256)
+            if not chunk:
+                break
+            buf += chunk
+        return buf.decode(errors="replace")

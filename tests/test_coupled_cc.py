@@ -1,0 +1,223 @@
+"""Coupled congestion control (LIA, OLIA, EWTCP as BPF struct_ops, kernel/bpf):
+the increase rules computed by the BPF code in the kernel against hand
+computations from RFC 6356 and Khalili et al.; that subflows really use the
+algorithm asked for; fairness to TCP at a shared bottleneck; moving traffic
+off a loaded path; nothing of ours left in the kernel afterwards."""
+import json
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from dctopo import TwoPaths
+from harness.config import LinkParams
+from harness.network import Network
+from harness.procs import run
+from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
+from kernel import coupled_cc
+from kernel.transport import read_dev_bytes
+from tests.conftest import needs_root
+
+pytestmark = needs_root
+
+BOTTLENECK = LinkParams(bw_mbps=10, queue_pkts=50)
+
+
+# -- the increase rules, as the kernel computes them ---------------------------
+
+def kernel_math(own: tuple, others: list[tuple]) -> tuple[int, int, int]:
+    """(n, LIA's cnt, OLIA's increase per ACKed packet in 2^-32 packets) that
+    the BPF code computes for a subflow `own` = (window, rtt µs, loss
+    distance bytes) of a connection whose other subflows are `others`."""
+    run(["make", "-s", "-C", str(coupled_cc.BPF_DIR), "mathtest"], timeout=120)
+    slots = [(i + 1, *o) for i, o in enumerate(others)] + [(0, 0, 0, 0)] * (8 - len(others))
+    line = " ".join(map(str, (8, *own, *(v for s in slots for v in s))))
+    build = coupled_cc.BPF_DIR / "build"
+    out = run([str(build / "mathtest"), str(build / "mathtest.bpf.o")], timeout=30, input=line + "\n")
+    n, lia, olia = map(int, out.stdout.split())
+    return n, lia, olia
+
+
+MS = 1000  # µs
+
+
+@pytest.mark.parametrize("own,others,cnt", [
+    # RFC 6356, two subflows alike: alpha = 0.5, alpha / w_total = 1/40.
+    ((10, 10 * MS, 0), [(10, 10 * MS, 0)], 40),
+    # w 10 at 10 ms and w 20 at 20 ms: alpha = 30 * 0.1 / 2^2 = 0.75, 1/40 for both.
+    ((10, 10 * MS, 0), [(20, 20 * MS, 0)], 40),
+    ((20, 20 * MS, 0), [(10, 10 * MS, 0)], 40),
+    # alpha / w_total = (10/1) / (10/1 + 100/100)^2 = 1/12.1, below 1/w_i = 1/10.
+    ((10, 1 * MS, 0), [(100, 100 * MS, 0)], 12),
+    # The RFC's cap: never more than a TCP flow on the same path, 1/w_i.
+    ((10, 1 * MS, 0), [(1, 100 * MS, 0)], 10),
+    # One subflow: Reno.
+    ((17, 10 * MS, 0), [], 17),
+])
+def test_lia_increase(own, others, cnt):
+    n, lia, _ = kernel_math(own, others)
+    assert (n, lia) == (len(others) + 1, cnt)
+
+
+@pytest.mark.parametrize("own,others,per_ack", [
+    # Equal paths, B = M: alpha 0; (w/rtt^2) / (sum w/rtt)^2 = 0.2 / 4^2 = 1/80.
+    ((20, 10 * MS, 100000), [(20, 10 * MS, 100000)], 1 / 80),
+    # Same l/rtt^2, so B = both; M = the larger window; B\M = this path:
+    # 0.1 / 3^2 + 1 / (n |B\M| w) = 1/90 + 1/20.
+    ((10, 10 * MS, 100000), [(20, 10 * MS, 100000)], 1 / 90 + 1 / 20),
+    # ... and the larger window gives some up: 1/45 - 1 / (n |M| w) = 1/45 - 1/40.
+    ((20, 10 * MS, 100000), [(10, 10 * MS, 100000)], 1 / 45 - 1 / 40),
+    # The larger window is also the best path (B = M): alpha 0 for both.
+    ((10, 10 * MS, 100000), [(20, 10 * MS, 300000)], 1 / 90),
+])
+def test_olia_increase(own, others, per_ack):
+    _, _, olia = kernel_math(own, others)
+    assert olia == pytest.approx(per_ack * 2 ** 32, abs=4)
+
+
+@pytest.mark.parametrize("others", [0, 1, 2])
+def test_ewtcp_counts_the_subflows(others):
+    """EWTCP's increase is Reno's divided by n^2 (cnt = n^2 w): n is what the
+    code counts, the connection's subflows with an RTT sample."""
+    n, _, _ = kernel_math((10, 10 * MS, 0), [(10, 10 * MS, 0)] * others + [(10, 0, 0)])
+    assert n == others + 1      # the subflow without an RTT sample does not count
+
+
+# -- on the real kernel ---------------------------------------------------------
+
+def ours_in_kernel() -> dict[str, list[str]]:
+    """Our struct_ops, programs and maps still in the kernel."""
+    found = {}
+    for kind in ("struct_ops", "prog", "map"):
+        out = run(["bpftool", "-j", kind, "list"], timeout=20).stdout or "[]"
+        names = [o.get("name", "") for o in json.loads(out)]
+        # struct_ops maps are named after the algorithms, programs after
+        # their functions (lia_init, mptcp_cc_gather, ...), the state map mptcp_cc_conns
+        found[kind] = [n for n in names if n in coupled_cc.COUPLED or n.startswith(
+            ("lia_", "olia_", "ewtcp_", "mptcp_cc"))]
+    return {k: v for k, v in found.items() if v}
+
+
+def wait_gone(timeout: float = 10) -> dict[str, list[str]]:
+    deadline = time.monotonic() + timeout
+    while (left := ours_in_kernel()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+@pytest.fixture
+def nothing_of_ours_left():
+    assert not ours_in_kernel(), "a coupled algorithm is registered before the test"
+    yield
+    assert not set(coupled_cc.COUPLED) & set(coupled_cc.available())
+    assert wait_gone() == {}
+
+
+def subflow_ccs(net: Network, host: str, dport: int) -> list[str]:
+    """The congestion control of each of `host`'s TCP sockets to port
+    `dport`, read from `ss -tin` inside the host."""
+    out = run(["ss", "-tin", "state", "established", f"( dport = :{dport} )"], timeout=10,
+              ns_pid=net.fabric.pid(host)).stdout
+    infos = [line for line in out.splitlines()[1:] if line.startswith(("\t", " "))]
+    return [m.group(1) for line in infos if (m := re.match(r"\s+(\w+)\s", line))]
+
+
+def flow(index: int, src: str, dst: str, src_ip: str, dst_ip: str) -> FlowEndpoints:
+    return FlowEndpoints(index, src, dst, src_ip, dst_ip, CLIENT_PORT_BASE + index,
+                         SERVER_PORT_BASE + index)
+
+
+def test_subflows_use_the_algorithm_asked_for(tmp_path, nothing_of_ours_left):
+    """Must-show 1: per algorithm, both subflows of an MPTCP connection run it."""
+    topo = TwoPaths(bottleneck=BOTTLENECK)
+    with Network(topo, LinkParams(), cc="lia") as net:
+        for i, cc in enumerate(("lia", "olia", "ewtcp", "reno")):
+            net.set_cc("h1", cc)
+            f = flow(i, "h1", "h2", *topo.path_addresses(0))
+            net.pm.reset()
+            net.pm.expand("h1", (f.src_ip, f.client_port), (f.dst_ip, f.server_port), 2,
+                          paths=[topo.path_addresses(1)])
+            seen = []
+
+            def look():
+                time.sleep(2)
+                seen.extend(subflow_ccs(net, "h1", f.server_port))
+            looker = threading.Thread(target=look)
+            [out] = net.driver.run([f], True, 4, tmp_path / cc, on_started=looker.start,
+                                   bind_servers=False)
+            looker.join()
+            assert out.error is None, out.error
+            # iperf3's control connection plus the data connection's two subflows
+            assert seen.count(cc) >= 2 and set(seen) == {cc}, (cc, seen)
+
+
+def run_together(net: Network, flows: list[FlowEndpoints], logdir, mptcp: bool,
+                 warmup_s: float = 5, time_s: float = 20):
+    before = read_dev_bytes(net.fabric.pid("h1"))
+    outs = net.driver.run(flows, mptcp, time_s, logdir, warmup_s=warmup_s, bind_servers=False)
+    after = read_dev_bytes(net.fabric.pid("h1"))
+    for o in outs:
+        assert o.error is None, o.error
+    sent = {name: after[name][1] - before[name][1] for name in after}
+    return [o.goodput_mbps for o in outs], sent
+
+
+@pytest.mark.parametrize("cc,low,high", [("lia", 0.8, 1.2), ("reno", 1.6, 2.6)])
+def test_shared_bottleneck_fairness(cc, low, high, tmp_path, awake, nothing_of_ours_left):
+    """(a) One bottleneck: an MPTCP connection with two subflows on it next to
+    one TCP Reno flow. LIA takes about the TCP flow's rate, uncoupled Reno
+    about twice."""
+    topo = TwoPaths(bottleneck=BOTTLENECK, cross_path=0)
+    with Network(topo, LinkParams(), cc="lia") as net:
+        net.set_cc("h1", cc)
+        net.set_cc("x1", "reno")
+        mp = flow(0, "h1", "h2", *topo.path_addresses(0))
+        tcp = flow(1, "x1", "x2", "10.1.0.3", "10.1.1.3")
+        net.pm.expand("h1", (mp.src_ip, mp.client_port), (mp.dst_ip, mp.server_port), 2)
+        (mptcp, reno), _ = run_together(net, [mp, tcp], tmp_path, mptcp=True)
+    assert low <= mptcp / reno <= high, (cc, mptcp, reno)
+
+
+def test_lia_moves_traffic_off_the_loaded_path(tmp_path, awake, nothing_of_ours_left):
+    """(b) Two disjoint paths, the second also carrying a TCP Reno flow: LIA
+    sends a clearly larger share of its bytes on the first path than
+    uncoupled Reno does, and leaves the TCP flow more."""
+    topo = TwoPaths(bottleneck=BOTTLENECK, cross_path=1)
+    result = {}
+    with Network(topo, LinkParams(), cc="lia") as net:
+        net.set_cc("x1", "reno")
+        for i, cc in enumerate(("reno", "lia")):
+            net.set_cc("h1", cc)
+            mp = flow(2 * i, "h1", "h2", *topo.path_addresses(0))
+            tcp = flow(2 * i + 1, "x1", "x2", "10.2.0.3", "10.2.1.3")
+            net.pm.reset()
+            net.pm.expand("h1", (mp.src_ip, mp.client_port), (mp.dst_ip, mp.server_port), 2,
+                          paths=[topo.path_addresses(1)])
+            (mptcp, reno), sent = run_together(net, [mp, tcp], tmp_path / cc, mptcp=True)
+            result[cc] = {"share_free_path": sent["h1-eth0"] / (sent["h1-eth0"] + sent["h1-eth1"]),
+                          "mptcp": mptcp, "tcp": reno}
+    assert result["lia"]["share_free_path"] >= result["reno"]["share_free_path"] + 0.05, result
+    assert result["lia"]["tcp"] > result["reno"]["tcp"], result
+
+
+def test_loader_unregisters_when_the_harness_dies(nothing_of_ours_left):
+    """Must-show 5 for a crash: a harness process killed with SIGKILL while
+    the algorithms are registered leaves none of them behind."""
+    script = ("import sys, time; sys.path.insert(0, %r)\n"
+              "from kernel.coupled_cc import CoupledCC\n"
+              "c = CoupledCC('olia'); c.start(); print('up', flush=True); time.sleep(60)\n"
+              % str(coupled_cc.BPF_DIR.parent.parent))
+    proc = subprocess.Popen([str(coupled_cc.BPF_DIR.parent.parent / ".venv/bin/python"), "-c", script],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        assert "olia" in coupled_cc.available()
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while "olia" in coupled_cc.available() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "olia" not in coupled_cc.available()
