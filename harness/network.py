@@ -59,10 +59,21 @@ class Network:
         try:
             self.procs.stop_all()
             self.pm.close()
+            self.abort_connections()
             self.fabric.stop()
             self.coupled_cc.stop()      # after the namespaces that use the algorithms
         finally:
             signal.signal(signal.SIGINT, previous)
+
+    def abort_connections(self) -> None:
+        """Reset every TCP socket left in the hosts (`ss -K`). Their processes
+        are gone, but orphaned sockets would go on retransmitting to peers
+        that no longer exist for up to a minute or two, keeping their
+        namespace and their congestion control (a coupled algorithm would
+        stay in the kernel that long after being unregistered)."""
+        for host in self.fabric.hosts():
+            if host in self.fabric.nodes:
+                run(["ss", "-K", "-t", "-a"], timeout=5, ns_pid=self.fabric.pid(host), check=False)
 
     def sysctl(self, host: str, values: dict[str, str]) -> None:
         run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())], timeout=10,

@@ -14,6 +14,9 @@ from harness.procs import run
 EPHEMERAL_PORTS = "10000 39999"
 
 
+MPTCP_CLOSE_TIMEOUT_S = 2
+
+
 def host_sysctls(cc: str) -> dict[str, str]:
     return {
         "net.mptcp.enabled": "1",
@@ -26,6 +29,11 @@ def host_sysctls(cc: str) -> dict[str, str]:
         # A flow's fixed client port is reused run after run; allow it while
         # the previous connection on it sits in TIME_WAIT.
         "net.ipv4.tcp_tw_reuse": "1",
+        # An orphaned MPTCP connection lingers this long (default 60 s), even
+        # after its namespace is gone, holding its subflows' congestion
+        # control: a coupled algorithm unregistered at the end of a run would
+        # stay in the kernel until then.
+        "net.mptcp.close_timeout": str(MPTCP_CLOSE_TIMEOUT_S),
     }
 
 
