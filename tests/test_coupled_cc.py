@@ -115,13 +115,17 @@ def nothing_of_ours_left():
     assert wait_gone() == {}
 
 
+CC_NAMES = {*coupled_cc.COUPLED, "reno", "cubic", "bbr"}
+
+
 def subflow_ccs(net: Network, host: str, dport: int) -> list[str]:
-    """The congestion control of each of `host`'s TCP sockets to port
-    `dport`, read from `ss -tin` inside the host."""
+    """The congestion control of each of `host`'s established TCP sockets to
+    port `dport`, read from `ss -tin` inside the host (each socket's info
+    line names it among its options: "ts sack lia wscale:...")."""
     out = run(["ss", "-tin", "state", "established", f"( dport = :{dport} )"], timeout=10,
               ns_pid=net.fabric.pid(host)).stdout
-    infos = [line for line in out.splitlines()[1:] if line.startswith(("\t", " "))]
-    return [m.group(1) for line in infos if (m := re.match(r"\s+(\w+)\s", line))]
+    infos = [line.split() for line in out.splitlines()[1:] if line.startswith(("\t", " "))]
+    return [next((w for w in words if w in CC_NAMES), "?") for words in infos]
 
 
 def flow(index: int, src: str, dst: str, src_ip: str, dst_ip: str) -> FlowEndpoints:
@@ -142,8 +146,11 @@ def test_subflows_use_the_algorithm_asked_for(tmp_path, nothing_of_ours_left):
             seen = []
 
             def look():
-                time.sleep(2)
-                seen.extend(subflow_ccs(net, "h1", f.server_port))
+                # until the control connection and both subflows are up
+                deadline = time.monotonic() + 3
+                while len(seen) < 3 and time.monotonic() < deadline:
+                    time.sleep(0.5)
+                    seen[:] = subflow_ccs(net, "h1", f.server_port)
             looker = threading.Thread(target=look)
             [out] = net.driver.run([f], True, 4, tmp_path / cc, on_started=looker.start,
                                    bind_servers=False)
