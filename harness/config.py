@@ -33,6 +33,19 @@ class ConfigError(ValueError):
     """Bad input: reported in one line, exit status 2, nothing started."""
 
 
+def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str) -> None:
+    """What every experiment of long flows checks the same way."""
+    if not 2 <= time_s <= 3600:
+        raise ConfigError(f"--time {time_s}: run length must be within 2..3600 s")
+    if warmup_s is not None and not 0 <= warmup_s <= 600:
+        raise ConfigError(f"--warmup {warmup_s}: warm-up must be within 0..600 s")
+    if fabric not in FABRICS:
+        raise ConfigError(f"unknown fabric {fabric!r}: choose one of {', '.join(FABRICS)}")
+    if cc not in CONGESTION_CONTROLS:
+        raise ConfigError(f"unknown congestion control {cc!r}: choose one of "
+                          f"{', '.join(CONGESTION_CONTROLS)}")
+
+
 @dataclass(frozen=True)
 class LinkParams:
     """What every link of the fabric is shaped to, in both directions."""
@@ -153,15 +166,7 @@ class SweepConfig:
             if not 1 <= n <= MAX_SUBFLOWS:
                 raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
                                   f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
-        if not 2 <= self.time_s <= 3600:
-            raise ConfigError(f"--time {self.time_s}: run length must be within 2..3600 s")
-        if self.warmup_s is not None and not 0 <= self.warmup_s <= 600:
-            raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
-        if self.fabric not in FABRICS:
-            raise ConfigError(f"unknown fabric {self.fabric!r}: choose one of {', '.join(FABRICS)}")
-        if self.cc not in CONGESTION_CONTROLS:
-            raise ConfigError(f"unknown congestion control {self.cc!r}: choose one of "
-                              f"{', '.join(CONGESTION_CONTROLS)}")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc)
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
                               "sampling period must be within 0.1..60 s")
@@ -357,15 +362,7 @@ class DhftConfig:
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
                               "subflows (at least one per interface)")
-        if not 2 <= self.time_s <= 3600:
-            raise ConfigError(f"--time {self.time_s}: run length must be within 2..3600 s")
-        if self.warmup_s is not None and not 0 <= self.warmup_s <= 600:
-            raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
-        if self.fabric not in FABRICS:
-            raise ConfigError(f"unknown fabric {self.fabric!r}: choose one of {', '.join(FABRICS)}")
-        if self.cc not in CONGESTION_CONTROLS:
-            raise ConfigError(f"unknown congestion control {self.cc!r}: choose one of "
-                              f"{', '.join(CONGESTION_CONTROLS)}")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc)
         self.link.validate()
 
     def points(self) -> list[DhftPoint]:

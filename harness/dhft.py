@@ -33,7 +33,7 @@ from dctopo import DHFT, PerfectSwitch
 from harness.config import DhftConfig, DhftPoint
 from harness.network import Network
 from harness.results import RunStage
-from harness.sweep import (PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, mptcp_counters,
+from harness.sweep import (PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, eta, mptcp_counters,
                            run_flags, subflows_by_flow)
 from harness.traffic import FlowEndpoints, TrafficError
 from kernel import transport
@@ -118,11 +118,10 @@ class DhftExperiment:
 
     def _progress(self, p: DhftPoint, total: int, started: float) -> None:
         i = self.runs_done
-        eta = f", ETA {_minutes((total - i) * (time.monotonic() - started) / i)}" if i else ""
         what = f"{p.x:.0%} rack-local" if p.sweep == "locality" else f"{p.x:g} connections per host"
         self.say(f"[{i + 1}/{total}] dhft{self.cfg.k} {p.sweep} {SCHEME_LABELS[p.scheme]}, {what}, "
                  f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up "
-                 f"({total - i - 1} left{eta})")
+                 f"({total - i - 1} left{eta(i, total, started)})")
 
     def run_point(self, net: DhftNetwork, p: DhftPoint) -> Path:
         cfg = self.cfg

@@ -99,13 +99,9 @@ class Sweep:
 
     def _progress(self, i: int, total: int, rc: RunConfig, started: float) -> None:
         label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"
-        eta = ""
-        if i:
-            per_run = (time.monotonic() - started) / i
-            eta = f", ETA {_minutes((total - i) * per_run)}"
         self.say(f"[{i + 1}/{total}] {rc.topology} {rc.workload} {label}, {rc.time_s:g} s"
                  f" after {rc.warmup_s:g} s warm-up"
-                 f" ({total - i - 1} left{eta})")
+                 f" ({total - i - 1} left{eta(i, total, started)})")
 
     # -- set-up ----------------------------------------------------------------
     def _environment(self) -> dict:
@@ -310,6 +306,11 @@ def _first_line(argv: list[str]) -> str | None:
 
 def _iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def eta(done: int, total: int, started: float) -> str:
+    """", ETA 3m20s" from the runs done since `started` (time.monotonic()), or ""."""
+    return f", ETA {_minutes((total - done) * (time.monotonic() - started) / done)}" if done else ""
 
 
 def _minutes(seconds: float) -> str:

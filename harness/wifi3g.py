@@ -32,7 +32,7 @@ from harness.delayline import stats_delta
 from harness.keepawake import KeepAwake
 from harness.network import Network
 from harness.results import RunStage
-from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes
+from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, eta
 from harness.traffic import (CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, TrafficError,
                              read_json, receiver_samples)
 from kernel import transport
@@ -125,10 +125,9 @@ class Wifi3GExperiment:
 
     def _progress(self, p: Wifi3GPoint, total: int, started: float) -> None:
         i = self.runs_done
-        eta = f", ETA {_minutes((total - i) * (time.monotonic() - started) / i)}" if i else ""
         self.say(f"[{i + 1}/{total}] wifi3g {p.sweep} {SCHEME_LABELS[p.scheme]}, "
                  f"buffer {p.buffer_kb} KB, WiFi {2 * p.wifi.delay_ms:g} ms RTT "
-                 f"{p.wifi.loss_pct:g} % loss ({total - i - 1} left{eta})")
+                 f"{p.wifi.loss_pct:g} % loss ({total - i - 1} left{eta(i, total, started)})")
 
     def run_point(self, net: Wifi3GNetwork, p: Wifi3GPoint) -> Path:
         cfg = self.cfg
