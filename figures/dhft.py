@@ -85,7 +85,7 @@ def _flagged(label: str, p: Point, what: str) -> str:
     return f"{label} at {what}: {', '.join(p.flags)}"
 
 
-def draw_locality(topology: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
+def draw_locality(schemes: dict[str, list[Point]], out: Path) -> Drawn:
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     first = next(p for pts in schemes.values() for p in pts)
     hosts, link = first.record.get("hosts"), first.record.get("link_mbps")
@@ -134,7 +134,7 @@ def relative_to_perfect(schemes: dict[str, list[Point]]) -> dict[str, list[tuple
     return out
 
 
-def draw_load(topology: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
+def draw_load(schemes: dict[str, list[Point]], out: Path) -> Drawn:
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     rel = relative_to_perfect(schemes)
     ax.axhline(1.0, color=SCHEMES["tcp_perfect"][1], linestyle="--", linewidth=1.2,
@@ -184,7 +184,7 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
         for sweep, schemes in sweeps.items():
             name = f"{topology}-{sweep}"
             out = plots / f"{name}.png"
-            drawn[name] = (out, DRAW[sweep](topology, schemes, out))
+            drawn[name] = (out, DRAW[sweep](schemes, out))
     return drawn
 
 

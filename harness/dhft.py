@@ -50,7 +50,6 @@ class DhftNetwork(Network):
     """DHFT(k) or PerfectSwitch(k) on a fabric, every host ready for MPTCP."""
 
     def __init__(self, topology: str, cfg: DhftConfig):
-        self.name = topology
         super().__init__(TOPOLOGIES[topology](k=cfg.k, hosts_per_rack=cfg.hosts_per_rack),
                          cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
 
@@ -173,9 +172,7 @@ class DhftExperiment:
                     if subflows > 1 else 0 if o.error else 1),
                 "error": o.error,
             })
-        flags = run_flags(subflows, flows, outcomes, cpu, counters)
-        if not net.coupled_cc.alive():
-            flags.append("cc_unregistered")    # its loader died: the subflows fell back
+        flags = run_flags(subflows, flows, outcomes, cpu, counters) + net.health_flags()
         link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         hosts = len(net.fabric.hosts())
         aggregate = sum(fl["goodput_mbps"] for fl in flows)

@@ -84,7 +84,13 @@ class Network:
         competitor next to an LIA connection)."""
         self.sysctl(host, {"net.ipv4.tcp_congestion_control": cc})
 
-    def alive(self) -> bool:
-        """False if a part the runs depend on has died (the delay line, the
-        coupled congestion control's loader)."""
-        return self.fabric.delay_line_ok() and self.coupled_cc.alive()
+    def health_flags(self) -> list[str]:
+        """Run flags for parts the runs depend on that have died since the
+        network was built: the delay line, the coupled congestion control's
+        loader (then the subflows fell back to the kernel's default)."""
+        flags = []
+        if not self.fabric.delay_line_ok():
+            flags.append("delay_line_failed")
+        if not self.coupled_cc.alive():
+            flags.append("cc_unregistered")
+        return flags

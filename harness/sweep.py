@@ -167,7 +167,7 @@ class Sweep:
 
         with RunStage(rc.run_dir(self.cfg.results)) as stage:
             started_at = time.time()
-            before = self._counters()
+            before = mptcp_counters(self.fabric)
             monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
             monitors.watch(flows, subflows=rc.subflows)
             try:
@@ -175,7 +175,7 @@ class Sweep:
                                            on_started=monitors.start, warmup_s=rc.warmup_s)
             finally:
                 monitors.stop()
-            deltas = transport.counter_delta(before, self._counters())
+            deltas = transport.counter_delta(before, mptcp_counters(self.fabric))
             monitors.write(stage.path)
             record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
             record["monitors"] = monitors.summary(from_s=rc.warmup_s)
@@ -195,16 +195,10 @@ class Sweep:
             for f in flows:
                 self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
 
-    def _counters(self) -> dict[str, int]:
-        return mptcp_counters(self.fabric)
-
-    def _subflows_by_flow(self) -> dict[tuple, int]:
-        return subflows_by_flow(self.pm)
-
     def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
                 cpu: CpuMonitor, counters: dict[str, int], started_at: float) -> dict:
         mptcp = rc.subflows > 1
-        subflows = self._subflows_by_flow()
+        subflows = subflows_by_flow(self.pm)
         flows = []
         for o in outcomes:
             f = o.endpoints
@@ -223,9 +217,7 @@ class Sweep:
                     else 0 if o.error else 1),
                 "error": o.error,
             })
-        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters)
-        if not self.net.coupled_cc.alive():
-            flags.append("cc_unregistered")    # its loader died: the subflows fell back
+        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters) + self.net.health_flags()
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
         pcts = sorted(fl["pct_optimal"] for fl in flows)

@@ -180,10 +180,7 @@ class Wifi3GExperiment:
             flags.append("zero_goodput_flow")
         if mptcp and established < 2:
             flags.append("subflows_missing")
-        if not net.fabric.delay_line_ok():
-            flags.append("delay_line_failed")
-        if not net.coupled_cc.alive():
-            flags.append("cc_unregistered")
+        flags += net.health_flags()
         return {
             "schema": SCHEMA,
             "experiment": "wifi3g",

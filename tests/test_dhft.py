@@ -42,9 +42,9 @@ def test_each_host_has_one_interface_on_each_edge_switch_of_its_rack():
         DHFT(k=6)
 
 
-def _paths(hops: dict, switch: str, dest: str) -> int:
+def _paths(topo, hops: dict, switch: str, dest: str) -> int:
     """Equal-cost paths from `switch` to host address `dest`."""
-    return sum(1 if not i.peer.startswith(("e", "a", "c")) else _paths(hops, i.peer, dest)
+    return sum(_paths(topo, hops, i.peer, dest) if topo.isSwitch(i.peer) else 1
                for i in hops[switch][dest])
 
 
@@ -56,9 +56,9 @@ def test_planes_are_disjoint_and_offer_the_documented_paths():
     plane0 = [s for s in f.topo.switches() if f.topo.role(s) == "edge" and int(s[-1]) % 2 == 0]
     for s in plane0:
         assert all(int(ip.split(".")[2]) % 2 == 0 for ip in hops[s]), s
-    assert _paths(hops, "e0_0", "10.2.2.3") == 2       # h0_0_0 plane 0 -> h2_1_1 plane 0
-    assert _paths(hops, "e0_1", "10.2.3.3") == 2       # plane 1
-    assert _paths(hops, "e0_0", "10.0.2.2") == 1       # other rack, same pod
+    assert _paths(f.topo, hops, "e0_0", "10.2.2.3") == 2       # h0_0_0 plane 0 -> h2_1_1 plane 0
+    assert _paths(f.topo, hops, "e0_1", "10.2.3.3") == 2       # plane 1
+    assert _paths(f.topo, hops, "e0_0", "10.0.2.2") == 1       # other rack, same pod
     assert [i.peer for i in hops["e0_0"]["10.0.0.3"]] == ["h0_0_1"]   # same rack
     assert "10.2.3.3" not in hops["e0_0"]
 
