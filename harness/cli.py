@@ -1,6 +1,7 @@
 """`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep),
-`run_mptcp.sh wifi3g [options]` (E4) and `run_mptcp.sh dhft [options]` (E7):
-parse, check, run, plot.
+`run_mptcp.sh wifi3g [options]` (E4), `run_mptcp.sh algorithms|hotspot
+[options]` (E5, E6) and `run_mptcp.sh dhft [options]` (E7): parse, check,
+run, plot.
 
 Parsing and validation use the standard library only, so `run_mptcp.sh` can
 reject bad input with the system Python before it installs anything.
@@ -14,8 +15,9 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.config import (CONGESTION_CONTROLS, DHFT_SWEEPS, FABRICS, MAX_SUBFLOWS,
-                            WIFI3G_SWEEPS, WORKLOADS, ConfigError, DhftConfig, LinkParams,
+from harness.config import (CC_SCHEMES, CONGESTION_CONTROLS, DHFT_SWEEPS, FABRICS, MAX_SUBFLOWS,
+                            WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig, ConfigError, DhftConfig,
+                            LinkParams,
                             SweepConfig, Wifi3GConfig)
 
 PROG = "run_mptcp.sh"
@@ -183,6 +185,59 @@ def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespa
     return cfg, args
 
 
+def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
+    d = CcCompareConfig(experiment=experiment)
+    hot = experiment == "hotspot"
+    p = OneLineParser(
+        prog=f"{PROG} {experiment}",
+        description=("E6: a core link at a tenth of its rate mid-run, per congestion control."
+                     if hot else "E5: congestion controls compared on FatTree one_to_one."))
+    p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
+    p.add_argument("--schemes", default=",".join(d.schemes),
+                   help=f"comma list of {', '.join(CC_SCHEMES)} (default all)")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="subflows of the MPTCP schemes (%(default)s)")
+    p.add_argument("--time", type=float, default=60.0 if hot else d.time_s,
+                   help="seconds of traffic counted, after the warm-up (%(default)s)"
+                        + ("; the link is slow during its middle third" if hot else ""))
+    p.add_argument("--warmup", type=float, default=None,
+                   help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
+    p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+    p.add_argument("--seed", type=int, default=d.seed, help="traffic matrix and hash seed (%(default)s)")
+    p.add_argument("--fabric", default=d.fabric, help=f"{', '.join(FABRICS)} (default %(default)s)")
+    if hot:
+        p.add_argument("--hot-factor", type=float, default=d.hot_factor,
+                       help="the hot link's share of its rate while slowed (%(default)s)")
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    return p
+
+
+def cc_compare_config_from(experiment: str):
+    def config_from(argv: list[str]) -> tuple[CcCompareConfig, argparse.Namespace]:
+        args = cc_compare_parser(experiment).parse_args(argv)
+        cfg = CcCompareConfig(
+            experiment=experiment, k=args.k,
+            schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()),
+            subflows=args.subflows, link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue),
+            time_s=args.time, warmup_s=args.warmup, seed=args.seed, fabric=args.fabric,
+            hot_factor=getattr(args, "hot_factor", CcCompareConfig.hot_factor),
+            results=Path(args.results))
+        cfg.validate()
+        return cfg, args
+    return config_from
+
+
+def cc_compare_main(experiment: str):
+    def main_(argv: list[str]) -> int:
+        def build(cfg):
+            from harness.cc_compare import CcCompareExperiment
+            return CcCompareExperiment(cfg)
+        return _experiment_main(argv, cc_compare_config_from(experiment), build, delay=False)
+    return main_
+
+
 def wifi3g_main(argv: list[str]) -> int:
     def experiment(cfg):
         from harness.wifi3g import Wifi3GExperiment
@@ -222,7 +277,8 @@ def _experiment_main(argv: list[str], config_from, experiment, delay: bool) -> i
     return _plot(cfg.results)
 
 
-SUBCOMMANDS = {"wifi3g": wifi3g_main, "dhft": dhft_main}
+SUBCOMMANDS = {"wifi3g": wifi3g_main, "dhft": dhft_main,
+               "algorithms": cc_compare_main("algorithms"), "hotspot": cc_compare_main("hotspot")}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -104,6 +104,11 @@ class Fabric:
         """False if links need the delay line and it is no longer running."""
         return self.delay_line is None or self.delay_line.alive()
 
+    def set_rate(self, node: str, port: int, bw_mbps: float) -> None:
+        """Change the egress rate of one of `node`'s ports while the network runs."""
+        run(["tc", *links.rate_change(intf_name(node, port), bw_mbps)], timeout=10,
+            ns_pid=self.pid(node))
+
     def pid(self, node: str) -> int:
         return self.nodes[node].pid
 

@@ -45,6 +45,14 @@ def tc_batch(intf: str, link: LinkParams, netem: bool = False) -> list[str]:
     return lines
 
 
+def rate_change(intf: str, bw_mbps: float) -> list[str]:
+    """`tc` arguments changing the rate of `intf`'s HTB class (made by
+    tc_batch) while traffic flows; its queue and what it holds stay."""
+    rate = f"{bw_mbps:g}mbit"
+    return ["class", "change", "dev", intf, "parent", "1:", "classid", "1:1", "htb",
+            "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM)]
+
+
 def netem_args(link: LinkParams) -> str:
     """netem under the HTB class. Its limit counts the packets being delayed
     as well as those queued, so the delay line's share is added to the queue."""

@@ -58,6 +58,9 @@ class Sweep:
         # with and without the warm-ups (bench/fidelity.py prints them).
         self.wall_s = self.traffic_s = self.counted_s = 0.0
         self.environment: dict = {}
+        # Something done to the network during every run (E6's hot link):
+        # start() when the traffic starts, stop() -> what it did, for run.json.
+        self.during_runs = None
 
     # -- the whole sweep -----------------------------------------------------
     def run(self) -> list[Path]:
@@ -170,15 +173,25 @@ class Sweep:
             before = mptcp_counters(self.fabric)
             monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
             monitors.watch(flows, subflows=rc.subflows)
+            def traffic_started():
+                monitors.start()
+                if self.during_runs:
+                    self.during_runs.start()
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
-                                           on_started=monitors.start, warmup_s=rc.warmup_s)
+                                           on_started=traffic_started, warmup_s=rc.warmup_s)
             finally:
                 monitors.stop()
+                event = self.during_runs.stop() if self.during_runs else None
             deltas = transport.counter_delta(before, mptcp_counters(self.fabric))
             monitors.write(stage.path)
             record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
             record["monitors"] = monitors.summary(from_s=rc.warmup_s)
+            if event is not None:
+                record["event"] = event
+                if event.get("errors"):
+                    record["flags"].append("event_failed")
+                    record["valid"] = False
             stage.commit(record)
         s = record["summary"]
         self.say(f"    mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
@@ -208,6 +221,7 @@ class Sweep:
                 "client_port": f.client_port, "server_port": f.server_port,
                 "goodput_mbps": o.goodput_mbps, "seconds": o.seconds,
                 "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
+                "per_second_mbps": o.per_second_mbps,
                 "optimal_mbps": round(optimal, 4),
                 "pct_optimal": round(100.0 * o.goodput_mbps / optimal, 2),
                 "mptcp": mptcp,

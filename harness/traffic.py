@@ -65,6 +65,7 @@ class FlowOutcome:
     timed_out: bool
     whole_mbps: float = 0.0    # over the whole transfer, warm-up included
     first_data_s: float | None = None   # start of the first interval in which data arrived
+    per_second_mbps: list[float] | None = None   # every interval from the start, warm-up included
 
 
 def receiver_goodput(server: dict | None, warmup_s: float) -> tuple[float, float, float, float | None]:
@@ -200,7 +201,8 @@ class IperfDriver:
         elif server is None:
             error = error or "no receiver-side result"
         return FlowOutcome(f, round(goodput, 4), round(seconds, 3), error, timed_out,
-                           round(whole, 4), first_data)
+                           round(whole, 4), first_data,
+                           [round(x, 3) for x in receiver_samples(server, 0.0)])
 
 
 def read_json(path: Path) -> dict | None:

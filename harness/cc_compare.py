@@ -1,0 +1,122 @@
+"""E5 and E6: the paper's congestion controls side by side on FatTree one_to_one.
+
+E5 (`run_mptcp.sh algorithms`, Raiciu et al. 2011 Fig. 9-10): single-path
+TCP, UNCOUPLED (Reno on every subflow), EWTCP, LIA and OLIA on the same
+permutation; the figures rank the flows' throughput and the links' loss rates.
+
+E6 (`run_mptcp.sh hotspot`, Fig. 11 and 19): the same runs, but during the
+middle third of the counted time one core link (both directions) runs at a
+tenth of its rate. Coupled algorithms that move traffic off congestion (LIA,
+OLIA) should keep the flows that can cross that link close to their rate;
+UNCOUPLED and EWTCP should not.
+
+Each scheme is one run of the FatTree sweep (harness/sweep.py) on its own
+network, in `results/<experiment><k>/<scheme>/ft<k>/one_to_one/flows<N>/`;
+the traffic matrix comes from the same seed, so every scheme carries the same
+flows.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from harness.config import CC_SCHEMES, CcCompareConfig
+from harness.fabric import Fabric
+from harness.procs import CommandError
+from harness.sweep import Sweep, eta
+
+
+def scheme_text(scheme: str, subflows: int) -> str:
+    cc, n = CC_SCHEMES[scheme]
+    return "single-path TCP (Reno)" if n == 1 else f"MPTCP-{subflows}, {cc} on every subflow"
+
+
+class HotLink:
+    """One core link, both directions, slowed to `factor` of its rate from
+    `window[0]` to `window[1]` seconds after each run's traffic starts: the
+    paper's 1 Gb/s core link falling back to 100 Mb/s.
+
+    The link is the first aggregation switch of pod 0 to the first core
+    switch. Flows that can cross it are those with one end in pod 0 (a
+    quarter of their paths do at k=4); they are listed in the run's record."""
+
+    def __init__(self, fabric: Fabric, bw_mbps: float, factor: float, window: tuple[float, float]):
+        topo = fabric.topo
+        self.fabric = fabric
+        self.bw_mbps = bw_mbps
+        self.factor = factor
+        self.window = window
+        self.agg, self.core = "a0_0", "c0"
+        [up] = [i for i in topo.interfaces(self.agg) if i.peer == self.core]
+        self.ends = [(self.agg, up.port), (self.core, up.peer_port)]
+        self.exposed = sorted(h for h in topo.hosts() if topo.nodeInfo(h).get("pod") == 0)
+        self._timers: list[threading.Timer] = []
+        self._lock = threading.Lock()
+        self._slow = False
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self.applied: dict[str, float] = {}
+        self.errors: list[str] = []
+        self._timers = [threading.Timer(self.window[0], self._set, ("slowed", True)),
+                        threading.Timer(self.window[1], self._set, ("restored", False))]
+        for t in self._timers:
+            t.daemon = True
+            t.start()
+
+    def _set(self, what: str, slow: bool) -> None:
+        rate = self.bw_mbps * self.factor if slow else self.bw_mbps
+        with self._lock:
+            try:
+                for node, port in self.ends:
+                    self.fabric.set_rate(node, port, rate)
+                self._slow = slow
+                self.applied[what] = round(time.monotonic() - self._t0, 2)
+            except CommandError as exc:
+                self.errors.append(f"{what}: {exc}")
+
+    def stop(self) -> dict:
+        """Cancel what has not happened, put the link back to its rate, and
+        say what was done (seconds since the traffic started)."""
+        for t in self._timers:
+            t.cancel()
+        for t in self._timers:
+            t.join(timeout=15)
+        if self._slow:
+            self._set("restored", False)
+        return {
+            "kind": "hot_link",
+            "link": f"{self.agg}-{self.core}",
+            "factor": self.factor,
+            "planned_s": [round(x, 2) for x in self.window],
+            "applied_s": dict(self.applied),
+            "exposed_hosts": self.exposed,
+            "errors": list(self.errors),
+        }
+
+
+class CcCompareExperiment:
+    def __init__(self, cfg: CcCompareConfig, say=print):
+        self.cfg = cfg
+        self.say = say
+
+    def run(self) -> list[Path]:
+        cfg = self.cfg
+        total = len(cfg.schemes)
+        what = ("hot spot: core link a0_0-c0 at "
+                f"{cfg.hot_factor:g} of its rate from {cfg.hot_window[0]:g} to {cfg.hot_window[1]:g} s"
+                if cfg.experiment == "hotspot" else "algorithm comparison")
+        self.say(f"{cfg.experiment} (E{5 if cfg.experiment == 'algorithms' else 6}): FatTree({cfg.k}) "
+                 f"one_to_one, {what}; {total} schemes, {cfg.warmup:g} + {cfg.time_s:g} s each")
+        written = []
+        started = time.monotonic()
+        for i, scheme in enumerate(cfg.schemes):
+            self.say(f"[{i + 1}/{total}] {scheme}: {scheme_text(scheme, cfg.subflows)} "
+                     f"({total - i - 1} left{eta(i, total, started)})")
+            sweep = Sweep(cfg.sweep_config(scheme), say=lambda m: self.say(f"    {m}"))
+            if cfg.experiment == "hotspot":
+                sweep.during_runs = HotLink(sweep.fabric, cfg.link.bw_mbps, cfg.hot_factor,
+                                            cfg.hot_window)
+            written += sweep.run()
+        return written
