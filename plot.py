@@ -26,7 +26,11 @@ RTT; NSDI 2012 Fig 4, seeds/002); from RESULTS_DIR/dhft<k>/<sweep>/<scheme>/<val
 (E7) dhft<k>-locality.png and dhft<k>-load.png (aggregate goodput of TCP and
 MPTCP on the dual-homed FatTree and TCP on the perfect switch against rack
 locality, and relative to the perfect switch against load; paper Fig 15,
-16); then RESULTS_DIR/report.md (every figure, and a table per
+16); from RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
+algorithms<k>.png (each flow's throughput and core and access link loss
+rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
+over time with a core link slowed, per congestion control; paper Fig 11,
+19); then RESULTS_DIR/report.md (every figure, and a table per
 topology and workload beside the paper's values). Each path written is printed.
 
 Only RESULTS_DIR/plots/ and RESULTS_DIR/report.md are written; a figure that
@@ -54,6 +58,7 @@ except ModuleNotFoundError:  # started as ./plot.py by a python3 outside the ven
 import argparse  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
+from figures import cc_compare as cc_fig  # noqa: E402
 from figures import dhft as dhft_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402
@@ -148,6 +153,7 @@ class Drawing:
     report: Path
     wifi3g: dict[str, Drawn]         # E4 sweep -> what its figure shows
     dhft: dict[str, Drawn]           # E7 "dhft<k>-<sweep>" -> what its figure shows
+    cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
@@ -164,9 +170,14 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     for name, (png, drawn) in dhft_fig.draw_all(results, plots).items():
         _written(png)
         dhft[name] = drawn
-    if not groups and not wifi3g and not dhft:
+    cc = {}
+    for name, (png, drawn) in cc_fig.draw_all(results, plots).items():
+        _written(png)
+        cc[name] = drawn
+    if not groups and not wifi3g and not dhft and not cc:
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
-             f"{results}/wifi3g/ or {results}/dhft<k>/; nothing to draw")
+             f"{results}/wifi3g/, {results}/dhft<k>/, {results}/algorithms<k>/ or "
+             f"{results}/hotspot<k>/; nothing to draw")
         return None
     sections = []
     for (topology, workload), runs in groups.items():
@@ -180,8 +191,9 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results) + dhft_fig.report_lines(results))
-    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft)
+    write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results) + dhft_fig.report_lines(results)
+                 + cc_fig.report_lines(results))
+    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,6 +59,11 @@ BAD = [
     (["dhft", "--loads", "40"], "connections per host"),
     (["dhft", "--sweeps", "nosuch"], "unknown sweep"),
     (["dhft", "--fabric", "nosuch"], "unknown fabric"),
+    (["algorithms", "--schemes", "lia,nosuch"], "unknown scheme"),
+    (["algorithms", "--subflows", "9"], "2..8"),
+    (["algorithms", "--k", "5"], "FatTree(4)"),
+    (["hotspot", "--hot-factor", "0"], "share of its rate"),
+    (["hotspot", "--time", "9"], "at least 15 s"),
 ]
 
 
