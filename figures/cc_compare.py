@@ -5,8 +5,9 @@ Reads results/algorithms<k>/<scheme>/ft<k>/one_to_one/flows<N>/ (E5) and
 results/hotspot<k>/... (E6): run.json and ports.csv.
 
 E5, `algorithms<k>.png`: each flow's throughput (% of optimal), ranked, one
-line per scheme (Fig. 9); the loss rate of every core link and every access
-link (edge switch to host), ranked (Fig. 10). A port's loss rate is the
+line per scheme (Fig. 9); the loss rate of every core, aggregation and
+access (edge switch to host) link direction, ranked (Fig. 10 has core and
+access). A port's loss rate is the
 packets its egress queue dropped over those it sent or dropped, in the
 counted window.
 
@@ -33,6 +34,11 @@ from figures.runs import FLAG_COLOR, Drawn, note, save_figure
 SCHEMES = {"tcp": ("single-path TCP", "#7f7f7f"), "uncoupled": ("UNCOUPLED", "#d62728"),
            "ewtcp": ("EWTCP", "#ff7f0e"), "lia": ("MPTCP (LIA)", "#1f77b4"),
            "olia": ("OLIA", "#2ca02c")}
+# Switch ports by the link their egress feeds. Hosts' own uplinks are not
+# switch ports: what a host's subflows lose in its own queue is not counted.
+LINK_KINDS = {"core": "Core links: agg→core and core→agg",
+              "aggregation": "Aggregation links: edge→agg and agg→edge",
+              "access": "Access links: edge switch → host"}
 EXPERIMENT_DIR = re.compile(r"(algorithms|hotspot)(\d+)")
 
 
@@ -75,9 +81,8 @@ def load(results: Path) -> dict[str, dict[str, SchemeRun]]:
 
 
 def port_loss(run: SchemeRun) -> dict[str, list[float]]:
-    """{"core": [...], "access": [...]}: loss rate (%) of each core link
-    direction (agg→core, core→agg) and each access link (edge→host) in the
-    counted window, sorted."""
+    """{kind: [...]} for each of LINK_KINDS: the loss rate (%) of each link
+    direction of that kind in the counted window, sorted."""
     k = run.record["config"]["k"]
     start, end = run.window
     first: dict[str, tuple[int, int]] = {}
@@ -95,16 +100,16 @@ def port_loss(run: SchemeRun) -> dict[str, list[float]]:
     except (OSError, ValueError, KeyError) as exc:
         note(f"{run.dir}: ports.csv unusable for loss rates: {exc}")
         return {}
-    out: dict[str, list[float]] = {"core": [], "access": []}
+    out: dict[str, list[float]] = {kind: [] for kind in LINK_KINDS}
     for intf, (tx1, dr1) in last.items():
         tx0, dr0 = first[intf]
         node, _, port = intf.rpartition("-eth")
         tier = {"c": "core", "a": "agg", "e": "edge"}.get(node[:1])
+        if tier is None:
+            continue
         low = int(port) < k // 2
         kind = ("core" if tier == "core" or (tier == "agg" and not low)
-                else "access" if tier == "edge" and low else None)
-        if kind is None:
-            continue
+                else "access" if tier == "edge" and low else "aggregation")
         sent, dropped = tx1 - tx0, dr1 - dr0
         out[kind].append(100.0 * dropped / (sent + dropped) if sent + dropped > 0 else 0.0)
     return {kind: sorted(v) for kind, v in out.items()}
@@ -133,7 +138,8 @@ def _flag_notes(runs: dict[str, SchemeRun]) -> str:
 
 
 def draw_algorithms(runs: dict[str, SchemeRun], out: Path) -> Drawn:
-    fig, axes = plt.subplots(1, 3, figsize=(16, 5), layout="constrained")
+    fig, grid = plt.subplots(2, 2, figsize=(14, 9), layout="constrained")
+    axes = grid.flat
     loss = {s: port_loss(r) for s, r in runs.items()}
     ax = axes[0]
     for s, r in runs.items():
@@ -146,8 +152,7 @@ def draw_algorithms(runs: dict[str, SchemeRun], out: Path) -> Drawn:
     ax.set_ylim(bottom=0)
     ax.set_title("Each flow's throughput (paper Fig. 9)", fontsize=10)
     ax.legend(fontsize=8)
-    for ax, kind, name in ((axes[1], "core", "Core links: agg→core and core→agg"),
-                           (axes[2], "access", "Access links: edge switch → host")):
+    for ax, (kind, name) in zip(axes[1:], LINK_KINDS.items()):
         for s, r in runs.items():
             ys = loss[s].get(kind) or []
             if ys:
@@ -157,7 +162,7 @@ def draw_algorithms(runs: dict[str, SchemeRun], out: Path) -> Drawn:
         ax.set_xlabel("link direction (ranked by loss rate)")
         ax.set_ylabel("loss rate (%)")
         ax.set_ylim(bottom=0)
-        ax.set_title(f"{name} (paper Fig. 10)", fontsize=10)
+        ax.set_title(f"{name} (paper Fig. 10: core, access)", fontsize=10)
         ax.legend(fontsize=8)
     for ax in axes:
         ax.grid(alpha=0.3)
@@ -262,15 +267,17 @@ def report_lines(results: Path) -> list[str]:
                       "Paper (Fig. 9-10, 128-host FatTree simulation): mean long-flow rates of "
                       "single-path TCP, UNCOUPLED, EWTCP and MPTCP 28 / 43 / 47 / 49 Mb/s "
                       "(of 100); core loss lower with MPTCP than with UNCOUPLED.", "",
-                      "| scheme | mean % | p10 % | min % | core loss % | access loss % | flags |",
-                      "| --- | --- | --- | --- | --- | --- | --- |"]
+                      "Loss rates: packets dropped / (sent + dropped) over the switch ports of "
+                      "each kind, mean over its link directions.", "",
+                      "| scheme | mean % | p10 % | min % | core loss % | aggregation loss % | "
+                      "access loss % | flags |", "| --- " * 8 + "|"]
             for s, r in runs.items():
                 loss = port_loss(r)
                 sm = r.record["summary"]
                 cells = [f"{statistics.fmean(loss[x]):.2f}" if loss.get(x) else "–"
-                         for x in ("core", "access")]
+                         for x in LINK_KINDS]
                 lines.append(f"| {SCHEMES[s][0]} | {sm['mean_pct']:.1f} | {sm['p10_pct']:.1f} | "
-                             f"{sm['min_pct']:.1f} | {cells[0]} | {cells[1]} | "
+                             f"{sm['min_pct']:.1f} | {' | '.join(cells)} | "
                              f"{', '.join(r.record.get('flags') or []) or '–'} |")
         else:
             lines += [f"## Hot spot (E6): {name}", "", f"![{name}](plots/{name}.png)", "",

@@ -87,7 +87,7 @@ def _fake_run(base, scheme: str, pcts: list[float], drops: int, valid=True, even
     for t, k in ((5.0, 0), (15.0, 1)):
         rows += [f"{t},a0_0,a0_0-eth2,0,{1000 * k},{drops * k},0",
                  f"{t},e0_0,e0_0-eth0,0,{1000 * k},{10 * k},0",
-                 f"{t},e0_0,e0_0-eth2,0,{1000 * k},{500 * k},0"]     # edge uplink: neither
+                 f"{t},e0_0,e0_0-eth2,0,{1000 * k},{500 * k},0"]     # edge uplink: aggregation
     d.joinpath("ports.csv").write_text("\n".join(rows) + "\n")
 
 
@@ -105,11 +105,12 @@ def test_figures_and_report_from_records_without_root(tmp_path):
     # a0_0-eth2 (agg -> core) dropped 50 of 1050; e0_0-eth0 (edge -> host) 10 of 1010
     assert algos.data["tcp"]["loss"]["core"] == [pytest.approx(100 * 50 / 1050)]
     assert algos.data["tcp"]["loss"]["access"] == [pytest.approx(100 * 10 / 1010)]
+    assert algos.data["tcp"]["loss"]["aggregation"] == [pytest.approx(100 * 500 / 1500)]
     assert algos.mentions("subflows_missing") and algos.mentions("MPTCP (LIA) (INVALID)")
     # h0_0_0 -> h1_0_0 and h3_0_0 -> h0_0_0 touch pod 0; only the first slows
     assert hot.data["tcp"]["exposed"][11] == pytest.approx((1.0 + 2.0) / 2)
     assert hot.data["tcp"]["during_sorted"][0] == pytest.approx(1.0)
     report = (tmp_path / "report.md").read_text()
-    assert re.search(r"\| single-path TCP \| 50\.0 \| 20\.0 \| 20\.0 \| 4\.76 \| 0\.99 \| – \|", report)
+    assert re.search(r"\| single-path TCP \| 50\.0 \| 20\.0 \| 20\.0 \| 4\.76 \| 33\.33 \| 0\.99 \| – \|", report)
     assert "| single-path TCP | 3.00 | 1.50 | 0.50 | 7.00 | 7.00 | – |" in report
     assert (tmp_path / "plots" / "algorithms4.png").stat().st_size > 10000
