@@ -29,12 +29,13 @@ def test_hot_window_is_the_middle_third_of_the_counted_time():
         CcCompareConfig(experiment="hotspot", time_s=12).validate()
 
 
-def _class_rate_bits(fabric, node: str, intf: str) -> int:
-    """The HTB class 1:1 rate of an interface, from `tc -j class show`."""
+def _class_rate(fabric, node: str, intf: str) -> str:
+    """The HTB class 1:1 rate of an interface as tc prints it ("10Mbit").
+    This iproute2 prints classes as text even when asked for JSON."""
     from harness.procs import run
-    out = run(["tc", "-j", "class", "show", "dev", intf], timeout=10, ns_pid=fabric.pid(node)).stdout
-    [cls] = [c for c in json.loads(out) if c.get("handle") == "1:1"]
-    return int(cls["rate"])
+    out = run(["tc", "class", "show", "dev", intf], timeout=10, ns_pid=fabric.pid(node)).stdout
+    [rate] = re.findall(r"^class htb 1:1 .*? rate (\S+)", out, re.M)
+    return rate
 
 
 @needs_root
@@ -46,13 +47,12 @@ def test_hot_link_slows_both_directions_then_restores_them(no_leftovers):
         hot = HotLink(net.fabric, 10, 0.1, window=(0.3, 1.2))
         ends = [(node, f"{node}-eth{port}") for node, port in hot.ends]
         assert ends == [("a0_0", "a0_0-eth2"), ("c0", "c0-eth0")]
-        # tc reports rates in bytes per second
-        assert [_class_rate_bits(net.fabric, *e) for e in ends] == [1_250_000] * 2
+        assert [_class_rate(net.fabric, *e) for e in ends] == ["10Mbit"] * 2
         hot.start()
         time.sleep(0.8)
-        assert [_class_rate_bits(net.fabric, *e) for e in ends] == [125_000] * 2
+        assert [_class_rate(net.fabric, *e) for e in ends] == ["1Mbit"] * 2
         time.sleep(0.8)
-        assert [_class_rate_bits(net.fabric, *e) for e in ends] == [1_250_000] * 2
+        assert [_class_rate(net.fabric, *e) for e in ends] == ["10Mbit"] * 2
         record = hot.stop()
         assert set(record["applied_s"]) == {"slowed", "restored"} and not record["errors"]
         assert 0.3 <= record["applied_s"]["slowed"] < 0.6
@@ -61,9 +61,9 @@ def test_hot_link_slows_both_directions_then_restores_them(no_leftovers):
         early = HotLink(net.fabric, 10, 0.1, window=(0.1, 30))
         early.start()
         time.sleep(0.5)
-        assert _class_rate_bits(net.fabric, *ends[0]) == 125_000
+        assert _class_rate(net.fabric, *ends[0]) == "1Mbit"
         record = early.stop()
-        assert [_class_rate_bits(net.fabric, *e) for e in ends] == [1_250_000] * 2
+        assert [_class_rate(net.fabric, *e) for e in ends] == ["10Mbit"] * 2
         assert "restored" in record["applied_s"]
 
 
