@@ -1,0 +1,1 @@
+"""The OpenFlow ECMP controller and its pure-Python groundwork (paths, hashing)."""
