@@ -35,6 +35,9 @@ BASELINE_S = 5.0
 BASELINE_WARMUP_S = 1.0
 BASELINE_ATTEMPTS = 3
 BASELINE_GOOD = 0.97
+# In kernel_counters beside the MPTCP MIB: windows the coupled algorithms
+# found corrupted and repaired during the run (kernel/bpf/mptcp_cc.bpf.c).
+WINDOW_REPAIRS = "CoupledCcWindowRepairs"
 PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
 
 
@@ -171,6 +174,7 @@ class Sweep:
         with RunStage(rc.run_dir(self.cfg.results)) as stage:
             started_at = time.time()
             before = mptcp_counters(self.fabric)
+            repairs_before = self.net.coupled_cc.window_repairs()
             monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
             monitors.watch(flows, subflows=rc.subflows)
             def traffic_started():
@@ -184,6 +188,9 @@ class Sweep:
                 monitors.stop()
                 event = self.during_runs.stop() if self.during_runs else None
             deltas = transport.counter_delta(before, mptcp_counters(self.fabric))
+            repairs_after = self.net.coupled_cc.window_repairs()
+            if repairs_before is not None and repairs_after is not None:
+                deltas[WINDOW_REPAIRS] = repairs_after - repairs_before
             monitors.write(stage.path)
             record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
             record["monitors"] = monitors.summary(from_s=rc.warmup_s)

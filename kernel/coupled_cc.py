@@ -17,6 +17,7 @@ frees the programs and maps (deferred, within about a second).
 """
 from __future__ import annotations
 
+import json
 import os
 import select
 import signal
@@ -25,12 +26,14 @@ import time
 from pathlib import Path
 
 from harness.config import COUPLED_CONGESTION_CONTROLS, ConfigError
+from harness.procs import CommandError, run
 from harness.procs import ProcessTracker
 
 COUPLED = COUPLED_CONGESTION_CONTROLS
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 LOADER = BPF_DIR / "build" / "cc_loader"
 OBJECT = BPF_DIR / "build" / "mptcp_cc.bpf.o"
+BSS_MAP = "mptcp_cc.bss"     # the object's global variables, as bpftool names them
 AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 READY_TIMEOUT_S = 20
 GONE_TIMEOUT_S = 5
@@ -98,6 +101,19 @@ class CoupledCC:
         """False if the algorithms were registered and the loader has died
         since (then they are gone too)."""
         return not self.needed or (self.loader is not None and self.loader.poll() is None)
+
+    def window_repairs(self) -> int | None:
+        """How many corrupted windows the programs have repaired since they
+        were loaded (the `window_repairs` counter of kernel/bpf/mptcp_cc.bpf.c,
+        read from its .bss map); None when nothing is loaded or it cannot be
+        read."""
+        if not self.needed or not self.alive():
+            return None
+        try:
+            out = run(["bpftool", "-j", "map", "dump", "name", BSS_MAP], timeout=5).stdout
+            return int(json.loads(out)[0]["formatted"]["value"][".bss"][0]["window_repairs"])
+        except (CommandError, ValueError, LookupError, TypeError):
+            return None
 
     def stop(self) -> None:
         """Unregister: close the loader's stdin and wait for it, SIGTERM it if

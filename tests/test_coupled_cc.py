@@ -158,6 +158,9 @@ def test_subflows_use_the_algorithm_asked_for(tmp_path, nothing_of_ours_left):
             assert out.error is None, out.error
             # iperf3's control connection plus the data connection's two subflows
             assert seen.count(cc) >= 2 and set(seen) == {cc}, (cc, seen)
+        # the repair counter the sweep records per run can be read
+        assert isinstance(net.coupled_cc.window_repairs(), int)
+    assert net.coupled_cc.window_repairs() is None      # nothing loaded any more
 
 
 def test_loader_unregisters_when_the_harness_dies(nothing_of_ours_left):

@@ -96,9 +96,14 @@ struct cc_priv {
 	__u32 loss2;	/* OLIA: snd_una at the last loss */
 	__u32 loss3;	/* OLIA: snd_una now (updated on every ACK) */
 	__s64 acc;	/* OLIA: pending window change, units of 2^-32 pkt */
+	__u32 sane_cwnd;/* last window seen below W_CAP (see repair_window) */
 };
 
 _Static_assert(sizeof(struct cc_priv) <= 104, "cc_priv exceeds icsk_ca_priv");
+
+/* Windows this program found corrupted and repaired (see repair_window);
+ * the harness reads it from the object's .bss map before and after a run. */
+__u64 window_repairs = 0;
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
 {
@@ -149,6 +154,38 @@ static __always_inline __u32 crt_cwnd(const struct sock *sk, __u8 ca_state)
 	else
 		w = tp->snd_cwnd;
 	return max_u32(min_u32(w, W_CAP), 1);
+}
+
+#define INFINITE_SSTHRESH 0x7fffffffU
+
+/* On this kernel (6.18) a subflow running one of these algorithms now and
+ * then comes out of loss recovery with snd_ssthresh, and then snd_cwnd, set
+ * to a value of hundreds of millions of packets (the same happens with
+ * every callback reduced to Reno, and never with the kernel's own Reno; the
+ * writer is not this program, whose only window writes are OLIA's below).
+ * Such a window lets the subflow send whatever it has, so it overflows its
+ * queues and stalls its connection. No real window comes near W_CAP (2^20
+ * packets, 1.5 GB), so a value beyond it is put back to the last sane
+ * window (ssthresh to half of it, as after a loss), and counted. */
+static __always_inline void repair_window(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct cc_priv *ca = inet_csk_ca(sk);
+	__u32 sane = ca->sane_cwnd ? ca->sane_cwnd : 10;
+	bool repaired = false;
+
+	if (tp->snd_cwnd > W_CAP) {
+		tp->snd_cwnd = sane;
+		repaired = true;
+	}
+	if (tp->snd_ssthresh > W_CAP && tp->snd_ssthresh != INFINITE_SSTHRESH) {
+		tp->snd_ssthresh = max_u32(sane >> 1, 2);
+		repaired = true;
+	}
+	if (repaired)
+		__sync_fetch_and_add(&window_repairs, 1);
+	else
+		ca->sane_cwnd = tp->snd_cwnd;
 }
 
 /* smoothed RTT in microseconds (tp->srtt_us is <<3), floored at 1 and
@@ -584,6 +621,7 @@ static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 	struct path_view v;
 	__u32 own_w, own_r, own_l = 0, n;
 
+	repair_window(sk);
 	if (algo == ALGO_OLIA)
 		ca->loss3 = tp->snd_una;
 
@@ -662,7 +700,10 @@ static __always_inline __u32 cc_ssthresh(struct sock *sk, int algo)
 	struct cc_priv *ca = inet_csk_ca(sk);
 	struct conn_state *cs;
 	struct sf_slot *s;
-	__u32 ssthresh = tcp_reno_ssthresh(sk);	/* max(cwnd/2, 2) */
+	__u32 ssthresh;
+
+	repair_window(sk);
+	ssthresh = tcp_reno_ssthresh(sk);	/* max(cwnd/2, 2) */
 
 	if (algo == ALGO_OLIA)
 		ca->acc = 0;
@@ -677,12 +718,28 @@ static __always_inline __u32 cc_ssthresh(struct sock *sk, int algo)
 	return ssthresh;
 }
 
+/* Reno's undo, max(cwnd, prior_cwnd), unless prior_cwnd is one of the
+ * corrupted values repair_window() describes. */
+static __always_inline __u32 cc_undo_cwnd(struct sock *sk)
+{
+	__u32 cwnd;
+
+	repair_window(sk);
+	cwnd = tcp_reno_undo_cwnd(sk);
+	if (cwnd > W_CAP) {
+		__sync_fetch_and_add(&window_repairs, 1);
+		cwnd = tcp_sk(sk)->snd_cwnd;
+	}
+	return cwnd;
+}
+
 static __always_inline void cc_set_state(struct sock *sk, __u8 new_state, int algo)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct cc_priv *ca = inet_csk_ca(sk);
 	struct conn_state *cs;
 
+	repair_window(sk);
 	/* OLIA inter-loss bookkeeping, as mptcp_olia_set_state(): a loss
 	 * event closes the current inter-loss interval (unless nothing was
 	 * acked since the last one, or this is a repeated RTO). */
@@ -733,7 +790,7 @@ void BPF_PROG(NAME##_set_state, struct sock *sk, __u8 new_state)		\
 SEC("struct_ops/" #NAME "_undo_cwnd")						\
 __u32 BPF_PROG(NAME##_undo_cwnd, struct sock *sk)				\
 {										\
-	return tcp_reno_undo_cwnd(sk);						\
+	return cc_undo_cwnd(sk);						\
 }										\
 SEC(".struct_ops")								\
 struct tcp_congestion_ops NAME = {						\
