@@ -15,10 +15,9 @@ import signal
 import sys
 from pathlib import Path
 
-from harness.config import (CC_SCHEMES, CONGESTION_CONTROLS, DHFT_SWEEPS, FABRICS, MAX_SUBFLOWS,
-                            WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig, ConfigError, DhftConfig,
-                            LinkParams,
-                            SweepConfig, Wifi3GConfig)
+from harness.config import (CC_SCHEMES, CONGESTION_CONTROLS, DEFAULT_CC, DHFT_SWEEPS, FABRICS,
+                            MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig, ConfigError,
+                            DhftConfig, LinkParams, SweepConfig, Wifi3GConfig)
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -46,7 +45,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
     p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
     p.add_argument("--seed", type=int, default=0, help="traffic matrix and hash seed (0)")
-    p.add_argument("--cc", default="reno", help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
+    p.add_argument("--cc", default=DEFAULT_CC,
+                   help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default {DEFAULT_CC})")
     p.add_argument("--fabric", default="l3", help=f"{', '.join(FABRICS)} (default l3)")
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")

@@ -16,6 +16,9 @@ FABRICS = ("l3",)
 # by kernel/coupled_cc.py), then uncoupled ones the kernel ships.
 COUPLED_CONGESTION_CONTROLS = ("lia", "olia", "ewtcp")
 CONGESTION_CONTROLS = (*COUPLED_CONGESTION_CONTROLS, "reno", "cubic", "bbr")
+# The paper's MPTCP is LIA (RFC 6356); with one subflow, or on plain TCP, it
+# is Reno. `--cc reno` gives the kernel's uncoupled subflows.
+DEFAULT_CC = "lia"
 MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
 # Warm-up before goodput is counted, at 10 Mb/s; scaled with the link rate
 # because what has to settle (slow start, subflow joins, queues filling) takes
@@ -142,7 +145,7 @@ class SweepConfig:
     time_s: float = 40.0
     seed: int = 0
     fabric: str = "l3"
-    cc: str = "reno"
+    cc: str = DEFAULT_CC
     results: Path = Path("results")
     warmup_s: float | None = None     # None: default_warmup_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
@@ -225,7 +228,7 @@ class Wifi3GConfig:
     samples: int = 10                       # one-second goodput samples per point
     warmup_s: float = 10.0
     seed: int = 0
-    cc: str = "reno"
+    cc: str = DEFAULT_CC
     results: Path = Path("results")
     wifi: LinkParams = WIFI
     cell: LinkParams = CELL
@@ -313,7 +316,7 @@ class DhftConfig:
     warmup_s: float | None = None              # None: default_warmup_s(link rate)
     seed: int = 0
     fabric: str = "l3"
-    cc: str = "reno"
+    cc: str = DEFAULT_CC
     results: Path = Path("results")
 
     @property

@@ -105,7 +105,7 @@ def test_missing_binary_is_named():
 def test_defaults_and_lists():
     cfg, _ = config_from_args(["4"])
     assert cfg.workloads == ("one_to_one",) and cfg.subflows == tuple(range(1, 9))
-    assert cfg.cc == "reno" and cfg.fabric == "l3"
+    assert cfg.cc == "lia" and cfg.fabric == "l3"
     assert parse_subflows("1,4-6,8") == (1, 4, 5, 6, 8)
     cfg, _ = config_from_args(["4", "all", "--subflows", "1,8"])
     assert cfg.workloads == ("one_to_one", "one_to_several", "all_to_all")

@@ -21,7 +21,7 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
     for n in (1, 2, 8):    # consecutive MPTCP runs reuse nothing of each other's
         rec = json.loads((tmp_path / "ft4" / "one_to_one" / f"flows{n}" / "run.json").read_text())
         assert CONFIG_FIELDS <= rec["config"].keys()
-        assert rec["config"]["subflows"] == n and rec["config"]["cc"] == "reno"
+        assert rec["config"]["subflows"] == n and rec["config"]["cc"] == "lia"
         assert rec["kernel"] and isinstance(rec["valid"], bool) and isinstance(rec["flags"], list)
         assert rec["cpu_mean_pct"] is not None
         assert len(rec["flows"]) == 16
