@@ -159,26 +159,40 @@ static __always_inline __u32 crt_cwnd(const struct sock *sk, __u8 ca_state)
 #define INFINITE_SSTHRESH 0x7fffffffU
 
 /* On this kernel (6.18) a subflow running one of these algorithms now and
- * then comes out of loss recovery with snd_ssthresh, and then snd_cwnd, set
- * to a value of hundreds of millions of packets (the same happens with
- * every callback reduced to Reno, and never with the kernel's own Reno; the
- * writer is not this program, whose only window writes are OLIA's below).
- * Such a window lets the subflow send whatever it has, so it overflows its
- * queues and stalls its connection. No real window comes near W_CAP (2^20
- * packets, 1.5 GB), so a value beyond it is put back to the last sane
- * window (ssthresh to half of it, as after a loss), and counted. */
+ * then gets, in loss recovery, a window of hundreds of millions of packets,
+ * not written by this program (whose only window writes are OLIA's and the
+ * repairs here). The values fit proportional rate reduction computing with
+ * an infinite ssthresh: cwnd = in_flight + ssthresh * delivered / prior_cwnd
+ * with ssthresh = 0x7fffffff. An undo (a retransmission found spurious)
+ * restores snd_ssthresh from prior_ssthresh, which is still "infinite" on a
+ * subflow that never lost before, and leaves the state at Recovery until
+ * the recovery point is acked, so the next ACKs run PRR with it. Such a
+ * window lets the subflow send whatever it has, so it overflows its queues
+ * and stalls its connection. So, at every ACK (in_ack_event runs before
+ * PRR) and in every other callback:
+ *   - in CWR or Recovery an infinite ssthresh is set to the current window
+ *     (an undone reduction reduces nothing);
+ *   - a window or ssthresh beyond W_CAP (2^20 packets, 1.5 GB: no real
+ *     window comes near it) is put back to the last sane window (ssthresh
+ *     to half of it, as after a loss);
+ * and each repair is counted. */
 static __always_inline void repair_window(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct cc_priv *ca = inet_csk_ca(sk);
 	__u32 sane = ca->sane_cwnd ? ca->sane_cwnd : 10;
+	__u8 state = BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
 	bool repaired = false;
 
 	if (tp->snd_cwnd > W_CAP) {
 		tp->snd_cwnd = sane;
 		repaired = true;
 	}
-	if (tp->snd_ssthresh > W_CAP && tp->snd_ssthresh != INFINITE_SSTHRESH) {
+	if (tp->snd_ssthresh == INFINITE_SSTHRESH &&
+	    (state == TCP_CA_CWR || state == TCP_CA_Recovery)) {
+		tp->snd_ssthresh = max_u32(tp->snd_cwnd, 2);
+		repaired = true;
+	} else if (tp->snd_ssthresh > W_CAP && tp->snd_ssthresh != INFINITE_SSTHRESH) {
 		tp->snd_ssthresh = max_u32(sane >> 1, 2);
 		repaired = true;
 	}
@@ -787,6 +801,11 @@ void BPF_PROG(NAME##_set_state, struct sock *sk, __u8 new_state)		\
 {										\
 	cc_set_state(sk, new_state, ALGO);					\
 }										\
+SEC("struct_ops/" #NAME "_in_ack_event")					\
+void BPF_PROG(NAME##_in_ack_event, struct sock *sk, __u32 flags)		\
+{										\
+	repair_window(sk);							\
+}										\
 SEC("struct_ops/" #NAME "_undo_cwnd")						\
 __u32 BPF_PROG(NAME##_undo_cwnd, struct sock *sk)				\
 {										\
@@ -800,6 +819,7 @@ struct tcp_congestion_ops NAME = {						\
 	.ssthresh	= (void *)NAME##_ssthresh,				\
 	.set_state	= (void *)NAME##_set_state,				\
 	.undo_cwnd	= (void *)NAME##_undo_cwnd,				\
+	.in_ack_event	= (void *)NAME##_in_ack_event,				\
 	/* a non-init netns may make it its default (sysctl) */		\
 	.flags		= TCP_CONG_NON_RESTRICTED,				\
 	.name		= #NAME,						\
