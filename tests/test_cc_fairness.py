@@ -9,8 +9,10 @@ uncoupled at two flows'): on this kernel, at a drop-tail queue, an MPTCP
 subflow takes less than a TCP flow beside it, uncoupled or not (figures in
 bench/README.md), so the absolute goals cannot be told apart from that in a
 CI-sized test. What the coupling must show does not depend on it: LIA takes
-clearly less than uncoupled subflows at the shared bottleneck, and less of
-the loaded path.
+clearly less than uncoupled subflows at the shared bottleneck (in every run
+measured so far, mean 0.74-0.83 against 1.36-1.43; the bound, 0.9 times, is
+set for the lowest uncoupled runs seen, about 1.1), and less of the loaded
+path.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ def test_lia_takes_less_than_uncoupled_at_a_shared_bottleneck(tmp_path):
     results = alternate("shared", tmp_path)
     ratio = {cc: statistics.fmean(r.ratio for r in runs) for cc, runs in results.items()}
     print(f"MPTCP-2 / Reno at one bottleneck, mean of {RUNS}: {ratio}")
-    assert ratio["lia"] < 0.8 * ratio["reno"], ratio
+    assert ratio["lia"] < 0.9 * ratio["reno"], ratio
 
 
 @needs_root
