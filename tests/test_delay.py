@@ -74,7 +74,9 @@ def test_rtt_matches_configured_delay(network):
 
 
 @needs_root
-def test_jitter_spreads_rtt_without_going_below_delay_minus_jitter(network, awake):
+def test_jitter_spreads_rtt_without_going_below_delay_minus_jitter(network):
+    # No keep-awake loops, as in the RTT test: with them the median came out
+    # 41.1-42.2 ms in 5 of 5 tries (45.7 once in CI), without them 39.6-40.7.
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=20, jitter_ms=5),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=1))
     rtts = ping_rtts(fabric, "wifi", count=80, interval=0.1)
