@@ -120,7 +120,10 @@ class OpenFlowFabric(Fabric):
     def bridge_commands(self) -> list[str]:
         """One ovs-vsctl transaction: every bridge, its ports at their
         OpenFlow numbers, and its controller connection."""
-        args: list[str] = []
+        # QoS type linux-noop: Open vSwitch leaves the ports' qdiscs alone.
+        # Without it, adding a port replaces our HTB + pfifo with noqueue
+        # and the switch ports are not shaped at all.
+        args: list[str] = ["--", "--id=@noop", "create", "qos", "type=linux-noop"]
         for switch, dpid in sorted(datapath_ids(self.topo).items()):
             ctl = f"@ctl_{switch}"
             args += ["--", "add-br", switch,
@@ -134,7 +137,8 @@ class OpenFlowFabric(Fabric):
                      f"inactivity_probe={INACTIVITY_PROBE_MS}", "connection_mode=out-of-band"]
             for intf in self.topo.interfaces(switch):
                 args += ["--", "add-port", switch, intf.name,
-                         "--", "set", "interface", intf.name, f"ofport_request={ofport(intf.port)}"]
+                         "--", "set", "interface", intf.name, f"ofport_request={ofport(intf.port)}",
+                         "--", "set", "port", intf.name, "qos=@noop"]
         return args
 
     # -- the controller ---------------------------------------------------------
