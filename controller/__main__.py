@@ -1,5 +1,6 @@
 """`python -m controller SPEC PORT`: run the ECMP controller (controller/app.py)
-listening for switches on 127.0.0.1:PORT of the namespace it is started in.
+listening for switches on PORT of every address of the namespace it is
+started in (its loopback, and the fabric's management links).
 
 Started by the openflow fabric (its own PID, stopped by PID with SIGTERM);
 its log goes to standard error, which the fabric writes to the results.
@@ -21,7 +22,7 @@ def main(argv: list[str]) -> int:
     from os_ken.base.app_manager import AppManager
     import controller.app  # noqa: F401  (registers --ecmp-spec)
 
-    cfg.CONF(args=[f"--ofp-tcp-listen-port={port}", "--ofp-listen-host=127.0.0.1",
+    cfg.CONF(args=[f"--ofp-tcp-listen-port={port}", "--ofp-listen-host=0.0.0.0",
                    f"--ecmp-spec={spec}"], project="os_ken")
 
     def on_term(_sig, _frame):

@@ -1,8 +1,9 @@
 """A private Open vSwitch instance: ovsdb-server and ovs-vswitchd of our own.
 
-Nothing is shared with a system Open vSwitch: the database, sockets, pid and
-log files live in one run directory (OVS_RUNDIR, OVS_DBDIR, OVS_LOGDIR point
-there), and both daemons run in the foreground inside one network namespace,
+Nothing is shared with a system Open vSwitch: the database, sockets and log
+files live in a run directory of ours (OVS_RUNDIR, OVS_DBDIR, OVS_LOGDIR
+point there; several instances may share one, their files carry their
+label), and both daemons run in the foreground inside one network namespace,
 started and stopped by PID through the fabric's ProcessTracker. The switches'
 ports are the veths in that namespace, so when the namespace goes its ports,
 and the taps the userspace datapath makes for its bridges, go with it.
@@ -16,7 +17,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -46,16 +46,22 @@ def kernel_datapath_available() -> bool:
 class OvsInstance:
     """ovsdb-server + ovs-vswitchd in the network namespace of `ns_pid`."""
 
-    def __init__(self, procs: ProcessTracker, ns_pid: int, label: str = "ovs"):
+    def __init__(self, procs: ProcessTracker, ns_pid: int, rundir: Path, label: str = "ovs"):
+        """`rundir`: the caller's directory, removed by the caller. Open
+        vSwitch connects to a Unix-socket controller only inside its run
+        directory, so instances that share a controller share the directory."""
         self.procs = procs
         self.ns_pid = ns_pid
         self.label = label
-        self.rundir: Path | None = None
+        self.rundir = rundir
         self.daemons: list[subprocess.Popen] = []
+
+    def path(self, name: str) -> Path:
+        return self.rundir / f"{self.label}-{name}"
 
     @property
     def db(self) -> str:
-        return f"unix:{self.rundir}/db.sock"
+        return f"unix:{self.path('db.sock')}"
 
     def env(self) -> dict[str, str]:
         d = str(self.rundir)
@@ -66,19 +72,19 @@ class OvsInstance:
         for tool in ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl"):
             if shutil.which(tool) is None:
                 raise CommandError(f"{tool} not found: install openvswitch-switch")
-        self.rundir = Path(tempfile.mkdtemp(prefix=f"mptcp-{self.label}-"))
-        d = self.rundir
-        run(["ovsdb-tool", "create", str(d / "conf.db"), str(SCHEMA)], timeout=20)
+        run(["ovsdb-tool", "create", str(self.path("conf.db")), str(SCHEMA)], timeout=20)
         self.daemons.append(self.procs.spawn(f"{self.label} ovsdb-server", [
-            "ovsdb-server", str(d / "conf.db"), f"--remote=punix:{d}/db.sock",
-            f"--unixctl={d}/ovsdb-server.ctl", f"--log-file={d}/ovsdb-server.log",
-            "--no-chdir"], ns_pid=self.ns_pid, env=self.env()))
-        self._wait_for(d / "db.sock", "ovsdb-server")
+            "ovsdb-server", str(self.path("conf.db")), f"--remote=punix:{self.path('db.sock')}",
+            f"--unixctl={self.path('ovsdb-server.ctl')}",
+            f"--log-file={self.path('ovsdb-server.log')}", "--no-chdir"],
+            ns_pid=self.ns_pid, env=self.env()))
+        self._wait_for(self.path("db.sock"), "ovsdb-server")
         self.vsctl("--no-wait", "init")
         self.daemons.append(self.procs.spawn(f"{self.label} ovs-vswitchd", [
-            "ovs-vswitchd", self.db, f"--unixctl={d}/ovs-vswitchd.ctl",
-            f"--log-file={d}/ovs-vswitchd.log", "--no-chdir"], ns_pid=self.ns_pid, env=self.env()))
-        self._wait_for(d / "ovs-vswitchd.ctl", "ovs-vswitchd")
+            "ovs-vswitchd", self.db, f"--unixctl={self.path('ovs-vswitchd.ctl')}",
+            f"--log-file={self.path('ovs-vswitchd.log')}", "--no-chdir"],
+            ns_pid=self.ns_pid, env=self.env()))
+        self._wait_for(self.path("ovs-vswitchd.ctl"), "ovs-vswitchd")
 
     def _wait_for(self, path: Path, what: str) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -97,7 +103,7 @@ class OvsInstance:
                    timeout=timeout + 5, ns_pid=self.ns_pid).stdout
 
     def appctl(self, *args: str) -> str:
-        return run(["ovs-appctl", f"--target={self.rundir}/ovs-vswitchd.ctl", *args],
+        return run(["ovs-appctl", f"--target={self.path('ovs-vswitchd.ctl')}", *args],
                    timeout=10).stdout
 
     def ofctl(self, bridge: str, *args: str, version: str = "OpenFlow15") -> str:
@@ -115,14 +121,7 @@ class OvsInstance:
         self.daemons.clear()
 
     def keep_logs(self, dest: Path) -> None:
-        """Copy the daemons' logs into a run's folder, then remove the run dir."""
-        if self.rundir is None:
-            return
+        """Copy the daemons' logs into a results folder."""
         dest.mkdir(parents=True, exist_ok=True)
-        for log in self.rundir.glob("*.log"):
+        for log in self.rundir.glob(f"{self.label}-*.log"):
             shutil.copy(log, dest / log.name)
-
-    def remove_rundir(self) -> None:
-        if self.rundir is not None:
-            shutil.rmtree(self.rundir, ignore_errors=True)
-            self.rundir = None
