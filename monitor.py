@@ -590,31 +590,56 @@ class PortMonitor(_Sampler):
         self._nodes: dict[str, _RtnlNode] = {}
 
     def open(self) -> None:
+        """One netlink socket per namespace: on the openflow fabric all the
+        switches share one, and each interface belongs to the switch its
+        name starts with (`<switch>-eth<port>`)."""
         try:
+            by_pid: dict[int, _RtnlNode] = {}
             for node, pid in self.ports.items():
                 if node not in self._nodes:
-                    self._nodes[node] = _RtnlNode(pid)
+                    if pid not in by_pid:
+                        by_pid[pid] = _RtnlNode(pid)
+                    self._nodes[node] = by_pid[pid]
         except BaseException:
             self.close()
             raise
 
     def close(self) -> None:
         nodes, self._nodes = self._nodes, {}
-        for n in nodes.values():
+        for n in {id(n): n for n in nodes.values()}.values():
             n.close()
 
     def _reset(self) -> None:
         self.samples = []
 
+    def _owners(self) -> list[tuple[_RtnlNode, list[str]]]:
+        """Each namespace's socket and the switches it holds."""
+        shared: dict[int, tuple[_RtnlNode, list[str]]] = {}
+        for node, rt in self._nodes.items():
+            shared.setdefault(id(rt), (rt, []))[1].append(node)
+        return list(shared.values())
+
+    @staticmethod
+    def _owner(intf: str, nodes: list[str]) -> str | None:
+        if len(nodes) == 1:
+            return nodes[0]
+        node, sep, _ = intf.rpartition("-eth")   # not the bridges' own taps
+        return node if sep and node in nodes else None
+
     def read(self, node: str) -> dict[str, PortCounters]:
         """The counters of one switch now (sockets must be open: call it
         between open() and close() when the monitor is not running)."""
-        return self._nodes[node].read()
+        rt = self._nodes[node]
+        nodes = [n for n, other in self._nodes.items() if other is rt]
+        return {i: c for i, c in rt.read().items() if self._owner(i, nodes) == node}
 
     def _sample(self) -> None:
-        for node, rt in self._nodes.items():
-            t = self.now()   # per node: the kernel reads the counters at the request
-            self.samples.extend(PortSample(t, node, intf, *c) for intf, c in rt.read().items())
+        for rt, nodes in self._owners():
+            t = self.now()   # per namespace: the kernel reads the counters at the request
+            for intf, c in rt.read().items():
+                node = self._owner(intf, nodes)
+                if node is not None:
+                    self.samples.append(PortSample(t, node, intf, *c))
 
     # -- results -----------------------------------------------------------
     def utilisation(self, bw_mbps: float | None = None) -> list[PortUtil]:

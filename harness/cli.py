@@ -47,7 +47,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="traffic matrix and hash seed (0)")
     p.add_argument("--cc", default=DEFAULT_CC,
                    help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default {DEFAULT_CC})")
-    p.add_argument("--fabric", default="l3", help=f"{', '.join(FABRICS)} (default l3)")
+    p.add_argument("--fabric", default=None,
+                   help=f"{', '.join(FABRICS)} (default: openflow where Open vSwitch has its "
+                        "kernel datapath, otherwise l3; the run says which and why)")
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
     p.add_argument("--results", default="results", help="results folder (results)")
@@ -78,9 +80,14 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     except ValueError:
         raise ConfigError(f"k={args.k!r}: the FatTree arity must be an even number >= 4") from None
     workloads = WORKLOADS if args.workload == "all" else (args.workload,)
-    cfg = SweepConfig(k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
+    fabric, fabric_note = args.fabric, ""
+    if fabric is None:
+        from harness.fabrics import default_fabric
+        fabric, why = default_fabric()
+        fabric_note = f"default fabric {fabric}: {why}"
+    cfg = SweepConfig(fabric_note=fabric_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
-                      time_s=args.time, seed=args.seed, fabric=args.fabric, cc=args.cc,
+                      time_s=args.time, seed=args.seed, fabric=fabric, cc=args.cc,
                       results=Path(args.results), warmup_s=args.warmup, force=args.force,
                       monitor_interval_s=args.monitor_interval)
     cfg.validate()
@@ -303,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     from harness.sweep import Sweep, SweepError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
+        if cfg.fabric_note:
+            print(f"fabric: {cfg.fabric_note}")
         verdict = capacity.judge(cfg, capacity.calibration_for(cfg.fabric))
         if not verdict.fits and not cfg.force:
             print(f"{PROG}: error: capacity: {verdict.reason()}", file=sys.stderr)

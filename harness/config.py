@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
-FABRICS = ("l3",)
+FABRICS = ("l3", "openflow", "openflow-reactive")
 # Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run
 # by kernel/coupled_cc.py), then uncoupled ones the kernel ships.
 COUPLED_CONGESTION_CONTROLS = ("lia", "olia", "ewtcp")
@@ -108,6 +108,7 @@ class RunConfig:
     cc: str
     warmup_s: float = 0.0      # seconds of traffic before counting starts
     monitor_interval_s: float = 1.0
+    fabric_note: str = ""      # why this fabric, when it was chosen by default
 
     @property
     def topology(self) -> str:
@@ -131,6 +132,7 @@ class RunConfig:
             "monitor_interval_s": self.monitor_interval_s,
             "seed": self.seed,
             "fabric": self.fabric,
+            **({"fabric_note": self.fabric_note} if self.fabric_note else {}),
             "cc": self.cc,
         }
 
@@ -150,6 +152,7 @@ class SweepConfig:
     warmup_s: float | None = None     # None: default_warmup_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
     monitor_interval_s: float = 1.0   # sampling period of every monitor
+    fabric_note: str = ""             # why this fabric, when chosen by default
 
     @property
     def warmup(self) -> float:
@@ -178,7 +181,8 @@ class SweepConfig:
     def runs(self) -> list[RunConfig]:
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.time_s,
                           seed=self.seed, fabric=self.fabric, cc=self.cc,
-                          warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s)
+                          warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
+                          fabric_note=self.fabric_note)
                 for w in self.workloads for n in self.subflows]
 
     def replace(self, **changes) -> "SweepConfig":

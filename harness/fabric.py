@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from mininet.node import Node
 
@@ -59,11 +60,13 @@ class Fabric:
     name = "base"
 
     def __init__(self, topo: DCTopo, link: LinkParams, seed: int = 0,
-                 delay_backend: str | None = None):
+                 delay_backend: str | None = None, log_dir: Path | None = None):
         """`link`: the shaping of every link that carries no LinkParams of its
         own. `delay_backend`: how delay and loss are made, "netem" or
-        "nfqueue"; None picks netem where the kernel has it."""
+        "nfqueue"; None picks netem where the kernel has it. `log_dir`: where
+        the fabric's own processes (switches, controller) keep their logs."""
         self.topo = topo
+        self.log_dir = log_dir
         self.link = link
         self.seed = seed
         if delay_backend is None:
@@ -77,8 +80,7 @@ class Fabric:
     # -- the contract ------------------------------------------------------
     def start(self) -> None:
         try:
-            for name in self.topo.nodes():
-                self.nodes[name] = NsNode(name, inNamespace=True)
+            self._create_nodes()
             self._create_links()
             self._start_delay_line()
             for name in self.topo.nodes():
@@ -95,6 +97,15 @@ class Fabric:
         for node in self.nodes.values():
             node.terminate()
         self.nodes.clear()
+
+    def health_flags(self) -> list[str]:
+        """Run flags for parts of the fabric that failed since the last
+        `prepare_run()` (an empty list: all well)."""
+        return [] if self.delay_line_ok() else ["delay_line_failed"]
+
+    def prepare_run(self, say=print) -> None:
+        """Called before every run: repair what a run can be repaired from
+        (the openflow fabric restarts a dead or hung controller)."""
 
     def link_of(self, intf: Interface) -> LinkParams:
         """The shaping of the link `intf` belongs to."""
@@ -120,12 +131,24 @@ class Fabric:
         return self.topo.host_addresses(host)[0]
 
     # -- building ----------------------------------------------------------
+    def _create_nodes(self) -> None:
+        """One Mininet node (its own namespaces) per topology node."""
+        for name in self.topo.nodes():
+            self.nodes[name] = NsNode(name, inNamespace=True)
+
+    def mac(self, node: str, port: int) -> str | None:
+        """The MAC address to give an interface; None: the kernel's random one."""
+        return None
+
     def _create_links(self) -> None:
         lines = []
         for src, dst, info in self.topo.links(withInfo=True):
-            lines.append(
-                f"link add name {intf_name(src, info['port1'])} netns {self.pid(src)} "
-                f"type veth peer name {intf_name(dst, info['port2'])} netns {self.pid(dst)}")
+            ends = []
+            for node, port in ((src, info["port1"]), (dst, info["port2"])):
+                mac = self.mac(node, port)
+                ends.append(f"name {intf_name(node, port)}" + (f" address {mac}" if mac else "")
+                            + f" netns {self.pid(node)}")
+            lines.append(f"link add {ends[0]} type veth peer {ends[1]}")
         run(["ip", "-batch", "-"], timeout=60, input="\n".join(lines) + "\n")
 
     def _configure(self, name: str, script: list[str]) -> None:
@@ -157,16 +180,19 @@ class Fabric:
                 ip_lines.append(f"addr add {intf.ip} dev {intf.name}")
             shell += links.offload_commands(intf.name, self.link_of(intf))
         first = addressed[0]
-        ip_lines.append(f"route add default via {self.gateway(first)} dev {first.name} onlink "
-                        f"src {first.ip.split('/')[0]}")
+        ip_lines.append(f"route add default {self.route_via(first)} src {first.ip.split('/')[0]}")
         if len(addressed) > 1:
             for intf in addressed:
                 table, src = 100 + intf.port, intf.ip.split("/")[0]
                 ip_lines += [f"rule add from {src} table {table} priority {1000 + intf.port}",
-                             f"route add default via {self.gateway(intf)} dev {intf.name} onlink "
-                             f"src {src} table {table}"]
+                             f"route add default {self.route_via(intf)} src {src} table {table}"]
         return [*_sysctl(common_sysctls()), *_batch("ip", ip_lines),
                 *self.link_script(host), *shell]
+
+    def route_via(self, intf: Interface) -> str:
+        """Where a host's default route on `intf` points: through the
+        gateway's address on that link (routed fabrics)."""
+        return f"via {self.gateway(intf)} dev {intf.name} onlink"
 
     def gateway(self, intf: Interface) -> str:
         """The next hop address a host uses on `intf`."""

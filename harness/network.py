@@ -11,6 +11,7 @@ algorithms the namespaces used.
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 from dctopo import DCTopo
 from harness.config import LinkParams
@@ -25,9 +26,9 @@ from kernel.mptcp_pm import UserspacePM
 
 class Network:
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
-                 fabric: str = "l3"):
+                 fabric: str = "l3", log_dir: Path | None = None):
         self.topo = topo
-        self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed)
+        self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed, log_dir=log_dir)
         self.cc = cc
         self.procs = ProcessTracker()
         self.pm = UserspacePM()
@@ -86,11 +87,10 @@ class Network:
 
     def health_flags(self) -> list[str]:
         """Run flags for parts the runs depend on that have died since the
-        network was built: the delay line, the coupled congestion control's
-        loader (then the subflows fell back to the kernel's default)."""
-        flags = []
-        if not self.fabric.delay_line_ok():
-            flags.append("delay_line_failed")
+        network was built: the fabric's (its delay line, its controller), the
+        coupled congestion control's loader (then the subflows fell back to
+        the kernel's default)."""
+        flags = self.fabric.health_flags()
         if not self.coupled_cc.alive():
             flags.append("cc_unregistered")
         return flags

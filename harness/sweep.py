@@ -52,7 +52,8 @@ class Sweep:
         self.cfg = cfg
         self.say = say
         self.capacity = capacity
-        self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
+        self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
+                           log_dir=cfg.results / f"ft{cfg.k}" / "fabric")
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
@@ -169,6 +170,7 @@ class Sweep:
         give_to_invoking_user(workload_dir / "matrix.json")
         flows = self.driver.endpoints(list(matrix.flows))
         mptcp = rc.subflows > 1
+        self.fabric.prepare_run(say=self.say)
         self.arm_path_manager(flows, rc.subflows)
 
         with RunStage(rc.run_dir(self.cfg.results)) as stage:

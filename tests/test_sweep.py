@@ -18,10 +18,13 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
                            "--results", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "[3/3]" in done.stdout and "ETA" in done.stdout
+    # No --fabric: the default for this machine, said in one line and recorded.
+    assert done.stdout.count("fabric: default fabric ") == 1, done.stdout[:2000]
     for n in (1, 2, 8):    # consecutive MPTCP runs reuse nothing of each other's
         rec = json.loads((tmp_path / "ft4" / "one_to_one" / f"flows{n}" / "run.json").read_text())
         assert CONFIG_FIELDS <= rec["config"].keys()
         assert rec["config"]["subflows"] == n and rec["config"]["cc"] == "lia"
+        assert rec["config"]["fabric_note"].startswith(f"default fabric {rec['config']['fabric']}: ")
         assert rec["kernel"] and isinstance(rec["valid"], bool) and isinstance(rec["flags"], list)
         assert rec["cpu_mean_pct"] is not None
         assert len(rec["flows"]) == 16
