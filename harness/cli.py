@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.validate_only:
             return 0
         from kernel import preflight
-        preflight.check_all(cfg.cc)
+        preflight.check_all(cfg.cc, fabric=cfg.fabric)
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -56,13 +56,25 @@ def check_congestion_control(cc: str,
 
 # What link delay and loss need where the kernel has no netem (harness/links.py).
 DELAY_BINARIES = {"iptables-restore": "iptables"}
+OPENFLOW_BINARIES = {t: "openvswitch-switch" for t in
+                     ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl")}
 
 
-def check_all(cc: str, delay: bool = False) -> None:
+def check_openflow() -> None:
+    """What the openflow fabrics start: Open vSwitch and the os-ken controller."""
+    check_binaries(OPENFLOW_BINARIES)
+    import importlib.util
+    if importlib.util.find_spec("os_ken") is None:
+        raise PreflightError("missing Python package os-ken (run ./bootstrap.sh)")
+
+
+def check_all(cc: str, delay: bool = False, fabric: str = "l3") -> None:
     """`delay`: the run's links have delay or loss."""
     check_root()
     check_mptcp()
     check_binaries()
+    if fabric.startswith("openflow"):
+        check_openflow()
     if delay:
         from harness.links import netem_available
         if not netem_available():

@@ -56,3 +56,16 @@ def test_default_fabric_follows_the_kernel_datapath(monkeypatch):
     monkeypatch.setattr(fabrics, "kernel_datapath_available", lambda: False)
     fabric, why = fabrics.default_fabric()
     assert fabric == "l3" and "kernel module" in why
+
+
+def test_openflow_preflight_names_what_is_missing(monkeypatch):
+    import shutil
+
+    import pytest
+
+    from kernel import preflight
+    real = shutil.which
+    monkeypatch.setattr(preflight.shutil, "which",
+                        lambda name: None if name == "ovs-vswitchd" else real(name))
+    with pytest.raises(preflight.PreflightError, match="ovs-vswitchd.*openvswitch-switch"):
+        preflight.check_openflow()
