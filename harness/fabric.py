@@ -98,10 +98,13 @@ class Fabric:
             node.terminate()
         self.nodes.clear()
 
+    def health_problems(self) -> dict[str, str]:
+        """Run flag -> what went wrong, for parts of the fabric that failed
+        since the last `prepare_run()` (empty: all well)."""
+        return {} if self.delay_line_ok() else {"delay_line_failed": "the delay line exited"}
+
     def health_flags(self) -> list[str]:
-        """Run flags for parts of the fabric that failed since the last
-        `prepare_run()` (an empty list: all well)."""
-        return [] if self.delay_line_ok() else ["delay_line_failed"]
+        return list(self.health_problems())
 
     def prepare_run(self, say=print) -> None:
         """Called before every run: repair what a run can be repaired from

@@ -51,9 +51,13 @@ READY_TIMEOUT_S = 60
 # it after as long again without an answer (5 s is its minimum): too slow to
 # catch a hang within a short run, hence the heartbeat below.
 INACTIVITY_PROBE_MS = 5000
-# The controller is hung when its event loop has handled no echo reply for
-# this long (it asks every 0.5 s; controller/app.py).
+# The controller writes its status file every 0.5 s and echoes every switch
+# as often (controller/app.py). It is hung when the status is this old...
 HUNG_AFTER_S = 3.0
+# ...and its event loop is stuck when no echo reply has been handled for this
+# long: longer, as the replies also wait on switch daemons that a saturated
+# machine slows down (their connections are checked on their own).
+DEAF_AFTER_S = 10.0
 MODES = ("proactive", "reactive")
 CONTROLLER_PORT = 6653
 SWITCH_NAMESPACE = "ofswitches{}"
@@ -264,9 +268,11 @@ class OpenFlowFabric(Fabric):
     def controller_problem(self) -> str | None:
         if self.controller is None or self.controller.poll() is not None:
             return "the controller exited"
-        last_echo = self.controller_status().get("last_echo", 0.0)
-        if time.time() - last_echo > HUNG_AFTER_S:
-            return f"the controller handled no switch message for over {HUNG_AFTER_S:g} s (hung)"
+        status, now = self.controller_status(), time.time()
+        if now - status.get("time", 0.0) > HUNG_AFTER_S:
+            return f"the controller wrote no status for over {HUNG_AFTER_S:g} s (hung)"
+        if now - status.get("last_echo", 0.0) > DEAF_AFTER_S:
+            return f"the controller handled no echo reply for over {DEAF_AFTER_S:g} s"
         try:
             down = self.disconnected_switches()
         except CommandError as exc:
@@ -275,13 +281,13 @@ class OpenFlowFabric(Fabric):
             return f"{len(down)} switches lost their controller connection"
         return None
 
-    def health_flags(self) -> list[str]:
-        flags = super().health_flags()
+    def health_problems(self) -> dict[str, str]:
+        problems = super().health_problems()
         if not self.switches_alive():
-            flags.append("switch_failed")
-        elif self.controller_problem():
-            flags.append("controller_failed")
-        return flags
+            problems["switch_failed"] = "an Open vSwitch daemon exited"
+        elif problem := self.controller_problem():
+            problems["controller_failed"] = problem
+        return problems
 
     def prepare_run(self, say=print) -> None:
         """A dead or hung controller is replaced by a fresh one, which

@@ -85,12 +85,15 @@ class Network:
         competitor next to an LIA connection)."""
         self.sysctl(host, {"net.ipv4.tcp_congestion_control": cc})
 
-    def health_flags(self) -> list[str]:
-        """Run flags for parts the runs depend on that have died since the
-        network was built: the fabric's (its delay line, its controller), the
-        coupled congestion control's loader (then the subflows fell back to
-        the kernel's default)."""
-        flags = self.fabric.health_flags()
+    def health_problems(self) -> dict[str, str]:
+        """Run flag -> what went wrong, for parts the runs depend on that have
+        died since the network was built: the fabric's (its delay line, its
+        controller), the coupled congestion control's loader (then the
+        subflows fell back to the kernel's default)."""
+        problems = self.fabric.health_problems()
         if not self.coupled_cc.alive():
-            flags.append("cc_unregistered")
-        return flags
+            problems["cc_unregistered"] = f"the loader of {self.coupled_cc.cc} exited"
+        return problems
+
+    def health_flags(self) -> list[str]:
+        return list(self.health_problems())

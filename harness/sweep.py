@@ -240,7 +240,8 @@ class Sweep:
                     else 0 if o.error else 1),
                 "error": o.error,
             })
-        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters) + self.net.health_flags()
+        problems = self.net.health_problems()
+        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters) + list(problems)
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
@@ -265,6 +266,7 @@ class Sweep:
             "kernel_counters": counters,
             "valid": not flags,
             "flags": flags,
+            "health": problems,
         }
 
 

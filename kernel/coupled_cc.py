@@ -13,7 +13,10 @@ machine-wide, so one loader process (kernel/bpf/build/cc_loader) holds them:
 
 A network namespace whose default is one of them keeps a reference to it, so
 the networks are torn down before the loader is stopped; the kernel then
-frees the programs and maps (deferred, within about a second).
+frees the programs and maps (deferred, within about a second). A TCP socket
+that outlives its namespace (seen once: one LIA subflow, held for hours after
+every process and namespace of its run was gone) keeps them loaded though
+unregistered; stop() says so rather than wait for it.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import os
 import select
 import signal
 import subprocess
+import logging
 import time
 from pathlib import Path
 
@@ -38,6 +42,11 @@ AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 READY_TIMEOUT_S = 20
 GONE_TIMEOUT_S = 5
 EXIT_ALREADY_REGISTERED = 3
+# Our BPF maps as the kernel names them: one struct_ops map per algorithm,
+# the per-connection state, the globals.
+OUR_MAPS = (*COUPLED, "mptcp_cc_conns", BSS_MAP)
+
+log = logging.getLogger(__name__)
 
 
 class CoupledCCError(ConfigError):
@@ -46,6 +55,12 @@ class CoupledCCError(ConfigError):
 
 def available() -> list[str]:
     return AVAILABLE.read_text().split()
+
+
+def loaded_maps() -> dict[int, str]:
+    """Our maps in the kernel now, id -> name, whichever loader made them."""
+    out = run(["bpftool", "-j", "map", "list"], timeout=10).stdout or "[]"
+    return {m["id"]: m["name"] for m in json.loads(out) if m.get("name") in OUR_MAPS}
 
 
 def check_built() -> None:
@@ -76,6 +91,10 @@ class CoupledCC:
         # the loader before the namespaces that use the algorithms are gone.
         self.procs = ProcessTracker()
         self.loader: subprocess.Popen | None = None
+        # This loader's maps (id -> name): maps of an earlier loader may still
+        # be in the kernel under the same names (see the module's docstring).
+        self.maps: dict[int, str] = {}
+        self.left_in_kernel: list[str] = []
 
     @property
     def needed(self) -> bool:
@@ -85,6 +104,7 @@ class CoupledCC:
         if not self.needed or self.loader is not None:
             return
         check_built()
+        before = loaded_maps()
         self.loader = self.procs.spawn("cc_loader", [str(LOADER), str(OBJECT)],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                        stderr=subprocess.PIPE, death_signal=signal.SIGTERM)
@@ -96,6 +116,7 @@ class CoupledCC:
                 why = lines[-1] if lines else f"exit status {self.loader.returncode}"
             self.stop()
             raise CoupledCCError(f"cc_loader did not register {self.cc}: {why or 'no output'}")
+        self.maps = {i: n for i, n in loaded_maps().items() if i not in before}
 
     def alive(self) -> bool:
         """False if the algorithms were registered and the loader has died
@@ -107,17 +128,20 @@ class CoupledCC:
         were loaded (the `window_repairs` counter of kernel/bpf/mptcp_cc.bpf.c,
         read from its .bss map); None when nothing is loaded or it cannot be
         read."""
-        if not self.needed or not self.alive():
+        bss = [i for i, name in self.maps.items() if name == BSS_MAP]
+        if not self.needed or not self.alive() or len(bss) != 1:
             return None
         try:
-            out = run(["bpftool", "-j", "map", "dump", "name", BSS_MAP], timeout=5).stdout
+            out = run(["bpftool", "-j", "map", "dump", "id", str(bss[0])], timeout=5).stdout
             return int(json.loads(out)[0]["formatted"]["value"][".bss"][0]["window_repairs"])
         except (CommandError, ValueError, LookupError, TypeError):
             return None
 
     def stop(self) -> None:
         """Unregister: close the loader's stdin and wait for it, SIGTERM it if
-        it does not exit; then wait until the names have left the kernel's list."""
+        it does not exit; then wait until the names have left the kernel's list
+        and the loader's maps are freed. Maps still held then are named in
+        `left_in_kernel` and in a warning."""
         if self.loader is None:
             return
         loader, self.loader = self.loader, None
@@ -132,6 +156,15 @@ class CoupledCC:
         deadline = time.monotonic() + GONE_TIMEOUT_S
         while any(n in available() for n in COUPLED) and time.monotonic() < deadline:
             time.sleep(0.05)
+        mine, self.maps = self.maps, {}
+        while (held := sorted(n for i, n in loaded_maps().items() if i in mine)) \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.left_in_kernel = held
+        if held:
+            log.warning("coupled congestion control unregistered, but the kernel still holds its "
+                        "maps (%s): a TCP socket of a closed namespace still uses it",
+                        ", ".join(held))
 
     @staticmethod
     def _read_line(stream, timeout: float) -> str:

@@ -63,5 +63,6 @@ def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, 
     assert any("starting a fresh controller" in line for line in lines), lines
     assert new_pid != old_pid
     # (not `valid`: on the userspace datapath a busy machine may flag cpu_saturated)
-    assert "controller_failed" not in after["flags"] and "switch_failed" not in after["flags"]
+    assert "controller_failed" not in after["flags"] and "switch_failed" not in after["flags"], \
+        after["health"]
     assert all(f["goodput_mbps"] > 0 for f in after["flows"])
