@@ -9,6 +9,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
+# One bootstrap at a time: two at once would rebuild .venv under each other.
+# The kernel drops the lock when its holder exits, however it exits.
+exec 9>/run/mptcp-dc-harness-bootstrap.lock
+if ! flock -n 9; then
+  echo "bootstrap: another bootstrap is running; waiting for it (at most 30 minutes)"
+  flock -w 1800 9 || { echo "bootstrap: the other bootstrap did not finish in 30 minutes" >&2; exit 1; }
+fi
+
 apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps iptables
               iputils-ping python3 python3-venv
               clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev make gcc libc6-dev)
@@ -23,7 +31,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   log=$(mktemp)
-  if ! { timeout 600 apt-get update -qq && timeout 1200 apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1; then
+  # 9>&-: a service the packages start must not inherit, and so keep, the lock.
+  if ! { timeout 600 apt-get update -qq && timeout 1200 apt-get install -y -qq "${missing[@]}"; } >"$log" 2>&1 9>&-; then
     tail -20 "$log" >&2; rm -f "$log"
     echo "bootstrap: apt-get failed" >&2; exit 1
   fi
@@ -34,7 +43,7 @@ venv="$here/.venv"
 if ! "$venv/bin/python" -c "import mininet.node" 2>/dev/null; then
   echo "bootstrap: creating $venv from /usr/bin/python3"
   rm -rf "$venv"
-  timeout 300 /usr/bin/python3 -m venv --system-site-packages "$venv"
+  timeout 300 /usr/bin/python3 -m venv --system-site-packages "$venv" 9>&-
 fi
 
 # One stamp per requirements file, so a run and a test run do not undo each
@@ -44,12 +53,12 @@ for r in "${requirements[@]}"; do
   stamp=$(sha256sum "$r" | cut -c1-16)
   if [ "$(cat "$stamp_file" 2>/dev/null)" != "$stamp" ]; then
     echo "bootstrap: installing $(basename "$r") into $venv"
-    timeout 1200 "$venv/bin/pip" install -q --disable-pip-version-check -r "$r"
+    timeout 1200 "$venv/bin/pip" install -q --disable-pip-version-check -r "$r" 9>&-
     echo "$stamp" >"$stamp_file"
   fi
 done
 
-if ! out=$(timeout 300 make -s -C "$here/kernel/bpf" 2>&1); then
+if ! out=$(timeout 300 make -s -C "$here/kernel/bpf" 2>&1 9>&-); then
   echo "$out" | tail -20 >&2
   echo "bootstrap: building kernel/bpf (coupled congestion control) failed" >&2; exit 1
 fi

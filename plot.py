@@ -49,11 +49,13 @@ from pathlib import Path
 
 try:
     import matplotlib  # noqa: F401  (only to find out whether this is the venv's python)
-except ModuleNotFoundError:  # started as ./plot.py by a python3 outside the venv
+except ModuleNotFoundError as _missing:  # started as ./plot.py by a python3 outside the venv
     _VENV = Path(__file__).resolve().parent / ".venv"
     if (_VENV / "bin/python").exists() and Path(sys.prefix).resolve() != _VENV.resolve():
         os.execv(_VENV / "bin/python", [str(_VENV / "bin/python"), *sys.argv])
-    raise
+    print(f"plot.py: error: Python package {_missing.name!r} is missing: run `sudo ./bootstrap.sh` "
+          "once (run_mptcp.sh does it too), then ./plot.py again", file=sys.stderr)
+    sys.exit(2)
 
 import argparse  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -196,14 +198,24 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        print(f"plot.py: error: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = _OneLineParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", nargs="?", default="results", type=Path,
                     help="results directory (default: results)")
     ap.add_argument("--queue-run", type=int, action="append", metavar="N",
                     help="subflow count whose queues to draw (repeatable; default: the smallest "
                          "and the largest with port samples)")
     args = ap.parse_args(argv)
+    if args.results.exists() and not args.results.is_dir():
+        ap.error(f"{args.results} is a file, not a results folder")
+    if any(not 1 <= n <= 8 for n in args.queue_run or ()):
+        ap.error("--queue-run: a subflow count within 1..8")
     try:
         draw_all(args.results, args.queue_run)
     except OSError as e:   # a figure or the report could not be written

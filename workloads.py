@@ -35,6 +35,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from base.files import atomic_write_text
+
 CLIENTS_PER_SERVER = 4
 
 
@@ -204,7 +206,5 @@ def load_or_make(path: Path, workload: str, hosts: list[str], seed: int) -> Traf
             return saved
     matrix = make_matrix(workload, hosts, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(matrix.to_record(), indent=1))
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(matrix.to_record(), indent=1))
     return matrix

@@ -20,6 +20,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from base.platform import openvswitch_kernel_datapath
 from harness.procs import CommandError, ProcessTracker, run
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
@@ -30,17 +31,7 @@ VSCTL_TIMEOUT_S = 60
 def kernel_datapath_available() -> bool:
     """Whether the `openvswitch` kernel module is loaded or can be: the
     kernel datapath forwards in softirq on every core."""
-    if Path("/sys/module/openvswitch").exists():
-        return True
-    release = os.uname().release
-    modules = Path("/lib/modules") / release
-    for listing in ("modules.builtin", "modules.dep"):
-        try:
-            if "openvswitch.ko" in (modules / listing).read_text():
-                return True
-        except OSError:
-            pass
-    return False
+    return openvswitch_kernel_datapath()
 
 
 class OvsInstance:

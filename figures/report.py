@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from base.files import atomic_write_text
 from figures.runs import PAPER, Drawn, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
 
@@ -103,6 +104,5 @@ def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, 
     lines += extra or []
     lines += ["## Notes", ""]
     lines += [f"- {n}" for n in notes] or ["- none: every run and sample file was usable."]
-    tmp = out.with_name(f".{out.name}.tmp")   # replaced whole: also over a copy someone else owns
-    tmp.write_text("\n".join(lines).rstrip() + "\n")
-    os.replace(tmp, out)
+    # replaced whole: also over a copy someone else owns
+    atomic_write_text(out, "\n".join(lines).rstrip() + "\n")

@@ -33,6 +33,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from base.files import atomic_write_text
 from harness.config import LinkParams, SweepConfig
 
 CALIBRATION_VERSION = 1
@@ -178,9 +179,7 @@ def load(fabric: str) -> Calibration | None:
 
 def save(cal: Calibration) -> None:
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    tmp = cache_path(cal.fabric).with_suffix(".tmp")
-    tmp.write_text(json.dumps(asdict(cal), indent=1) + "\n")
-    tmp.replace(cache_path(cal.fabric))
+    atomic_write_text(cache_path(cal.fabric), json.dumps(asdict(cal), indent=1) + "\n")
 
 
 def calibration_for(fabric: str, say=print) -> Calibration:

@@ -13,11 +13,18 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from harness.config import (CC_SCHEMES, CONGESTION_CONTROLS, DEFAULT_CC, DHFT_SWEEPS, FABRICS,
-                            MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig, ConfigError,
-                            DhftConfig, LinkParams, SweepConfig, Wifi3GConfig)
+import math
+
+from base.files import check_folder_path, check_folder_writable
+from base.lock import ExperimentLock
+from harness.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS, DHFT_SWEEPS,
+                            FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig,
+                            ConfigError, DhftConfig, LinkParams, SweepConfig, Wifi3GConfig,
+                            coupled_cc_supported, default_cc, default_fabric)
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -31,6 +38,26 @@ class OneLineParser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
+def finite(text: str) -> float:
+    """argparse type: a float that is a number (float() also takes nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _cc_help() -> str:
+    return f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default lia where the kernel can run it, else reno)"
+
+
+def _resolve_cc(given: str | None) -> tuple[str, str]:
+    """(cc, note): what --cc said, or the default for this kernel and why."""
+    return (given, "") if given is not None else default_cc()
+
+
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.")
     p.add_argument("k", help="FatTree arity (even, >= 4)")
@@ -38,22 +65,20 @@ def parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
     p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
-    p.add_argument("--time", type=float, default=40.0,
+    p.add_argument("--time", type=finite, default=40.0,
                    help="seconds of traffic counted per run, after the warm-up (40)")
-    p.add_argument("--warmup", type=float, default=None,
+    p.add_argument("--warmup", type=finite, default=None,
                    help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
-    p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
     p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
     p.add_argument("--seed", type=int, default=0, help="traffic matrix and hash seed (0)")
-    p.add_argument("--cc", default=DEFAULT_CC,
-                   help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default {DEFAULT_CC})")
+    p.add_argument("--cc", default=None, help=_cc_help())
     p.add_argument("--fabric", default=None,
-                   help=f"{', '.join(FABRICS)} (default: openflow where Open vSwitch has its "
-                        "kernel datapath, otherwise l3; the run says which and why)")
+                   help=f"{', '.join(FABRICS)} (default l3; the run says why)")
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
     p.add_argument("--results", default="results", help="results folder (results)")
-    p.add_argument("--monitor-interval", type=float, default=1.0,
+    p.add_argument("--monitor-interval", type=finite, default=1.0,
                    help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
     p.add_argument("--force", action="store_true",
                    help="run even where the capacity guard says this machine cannot keep up "
@@ -64,12 +89,20 @@ def parser() -> argparse.ArgumentParser:
 
 def parse_subflows(text: str) -> tuple[int, ...]:
     counts: list[int] = []
-    try:
-        for part in text.split(","):
-            lo, _, hi = part.strip().partition("-")
-            counts += range(int(lo), int(hi or lo) + 1)
-    except ValueError:
-        raise ConfigError(f"--subflows {text!r}: expected numbers like 1,4,8 or 1-8") from None
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            lo_n, hi_n = int(lo), int(hi or lo)
+        except ValueError:
+            raise ConfigError(f"--subflows {text!r}: expected numbers like 1,4,8 or 1-8") from None
+        # Checked before the range is expanded: 1-999999999999 is not a list to build.
+        for n in (lo_n, hi_n):
+            if not 1 <= n <= MAX_SUBFLOWS:
+                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
+                                  f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
+        if hi_n < lo_n:
+            raise ConfigError(f"--subflows {part.strip()}: a range goes from low to high")
+        counts += range(lo_n, hi_n + 1)
     return tuple(dict.fromkeys(counts))
 
 
@@ -82,12 +115,13 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     workloads = WORKLOADS if args.workload == "all" else (args.workload,)
     fabric, fabric_note = args.fabric, ""
     if fabric is None:
-        from harness.fabrics import default_fabric
         fabric, why = default_fabric()
         fabric_note = f"default fabric {fabric}: {why}"
-    cfg = SweepConfig(fabric_note=fabric_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = SweepConfig(fabric_note=fabric_note, cc_note=cc_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
-                      time_s=args.time, seed=args.seed, fabric=fabric, cc=args.cc,
+                      time_s=args.time, seed=args.seed, fabric=fabric, cc=cc,
                       results=Path(args.results), warmup_s=args.warmup, force=args.force,
                       monitor_interval_s=args.monitor_interval)
     cfg.validate()
@@ -121,10 +155,10 @@ def wifi3g_parser() -> argparse.ArgumentParser:
                    help="WiFi RTTs of the RTT sweep, ms (default %(default)s)")
     p.add_argument("--samples", type=int, default=d.samples,
                    help="one-second goodput samples per point; the point is their median (%(default)s)")
-    p.add_argument("--warmup", type=float, default=d.warmup_s,
+    p.add_argument("--warmup", type=finite, default=d.warmup_s,
                    help="seconds of traffic before sampling starts (%(default)s)")
     p.add_argument("--seed", type=int, default=d.seed, help="loss and jitter seed (%(default)s)")
-    p.add_argument("--cc", default=d.cc, help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
+    p.add_argument("--cc", default=None, help=_cc_help())
     p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
     return p
@@ -132,20 +166,30 @@ def wifi3g_parser() -> argparse.ArgumentParser:
 
 def _numbers(text: str, flag: str, kind=float) -> tuple:
     try:
-        return tuple(kind(x) for x in text.split(",") if x.strip())
+        values = tuple(kind(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ConfigError(f"{flag} {text!r}: expected a comma list of numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag} {text!r}: expected finite numbers")
+    return values
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
 def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
     args = wifi3g_parser().parse_args(argv)
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
     cfg = Wifi3GConfig(
-        sweeps=tuple(s.strip() for s in args.sweeps.split(",") if s.strip()),
+        sweeps=_names(args.sweeps),
         buffers_kb=_numbers(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
         wifi_loss_pcts=_numbers(args.losses, "--losses"), wifi_rtts_ms=_numbers(args.rtts, "--rtts"),
-        samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=args.cc,
+        samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=cc,
         results=Path(args.results))
     cfg.validate()
+    args.notes = [cc_note]
     return cfg, args
 
 
@@ -164,14 +208,14 @@ def dhft_parser() -> argparse.ArgumentParser:
                    help="connections per host of the load sweep (default %(default)s)")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
-    p.add_argument("--time", type=float, default=d.time_s,
+    p.add_argument("--time", type=finite, default=d.time_s,
                    help="seconds of traffic counted per run, after the warm-up (%(default)s)")
-    p.add_argument("--warmup", type=float, default=None,
+    p.add_argument("--warmup", type=finite, default=None,
                    help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
-    p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
     p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
     p.add_argument("--seed", type=int, default=d.seed, help="traffic matrix and hash seed (%(default)s)")
-    p.add_argument("--cc", default=d.cc, help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
+    p.add_argument("--cc", default=None, help=_cc_help())
     p.add_argument("--fabric", default=d.fabric, help=f"{', '.join(FABRICS)} (default %(default)s)")
     p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
@@ -180,15 +224,18 @@ def dhft_parser() -> argparse.ArgumentParser:
 
 def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespace]:
     args = dhft_parser().parse_args(argv)
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
     cfg = DhftConfig(
         k=args.k, hosts_per_rack=args.hosts_per_rack,
-        sweeps=tuple(s.strip() for s in args.sweeps.split(",") if s.strip()),
+        sweeps=_names(args.sweeps),
         localities=_numbers(args.localities, "--localities"),
         loads=_numbers(args.loads, "--loads"), subflows=args.subflows,
         link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
-        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=args.cc,
+        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
         results=Path(args.results))
     cfg.validate()
+    args.notes = [cc_note]
     return cfg, args
 
 
@@ -200,21 +247,21 @@ def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
         description=("E6: a core link at a tenth of its rate mid-run, per congestion control."
                      if hot else "E5: congestion controls compared on FatTree one_to_one."))
     p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
-    p.add_argument("--schemes", default=",".join(d.schemes),
-                   help=f"comma list of {', '.join(CC_SCHEMES)} (default all)")
+    p.add_argument("--schemes", default=None,
+                   help=f"comma list of {', '.join(CC_SCHEMES)} (default all that this kernel can run)")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="subflows of the MPTCP schemes (%(default)s)")
-    p.add_argument("--time", type=float, default=60.0 if hot else d.time_s,
+    p.add_argument("--time", type=finite, default=60.0 if hot else d.time_s,
                    help="seconds of traffic counted, after the warm-up (%(default)s)"
                         + ("; the link is slow during its middle third" if hot else ""))
-    p.add_argument("--warmup", type=float, default=None,
+    p.add_argument("--warmup", type=finite, default=None,
                    help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
-    p.add_argument("--bw", type=float, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
     p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
     p.add_argument("--seed", type=int, default=d.seed, help="traffic matrix and hash seed (%(default)s)")
     p.add_argument("--fabric", default=d.fabric, help=f"{', '.join(FABRICS)} (default %(default)s)")
     if hot:
-        p.add_argument("--hot-factor", type=float, default=d.hot_factor,
+        p.add_argument("--hot-factor", type=finite, default=d.hot_factor,
                        help="the hot link's share of its rate while slowed (%(default)s)")
     p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
@@ -224,110 +271,153 @@ def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
 def cc_compare_config_from(experiment: str):
     def config_from(argv: list[str]) -> tuple[CcCompareConfig, argparse.Namespace]:
         args = cc_compare_parser(experiment).parse_args(argv)
+        schemes, note = _default_schemes() if args.schemes is None else (_names(args.schemes), "")
+        check_folder_path(args.results, "--results")
         cfg = CcCompareConfig(
-            experiment=experiment, k=args.k,
-            schemes=tuple(s.strip() for s in args.schemes.split(",") if s.strip()),
+            experiment=experiment, k=args.k, schemes=schemes,
             subflows=args.subflows, link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue),
             time_s=args.time, warmup_s=args.warmup, seed=args.seed, fabric=args.fabric,
             hot_factor=getattr(args, "hot_factor", CcCompareConfig.hot_factor),
             results=Path(args.results))
         cfg.validate()
+        args.notes = [note]
         return cfg, args
     return config_from
 
 
-def cc_compare_main(experiment: str):
-    def main_(argv: list[str]) -> int:
-        def build(cfg):
-            from harness.cc_compare import CcCompareExperiment
-            return CcCompareExperiment(cfg)
-        return _experiment_main(argv, cc_compare_config_from(experiment), build, delay=False)
-    return main_
+def _default_schemes() -> tuple[tuple[str, ...], str]:
+    """Every scheme, less the coupled ones where the kernel cannot run them."""
+    if coupled_cc_supported():
+        return tuple(CC_SCHEMES), ""
+    kept = tuple(s for s in CC_SCHEMES if CC_SCHEMES[s][0] not in COUPLED_CONGESTION_CONTROLS)
+    return kept, (f"default schemes {','.join(kept)}: " + default_cc()[1].split(": ", 1)[1])
 
 
-def wifi3g_main(argv: list[str]) -> int:
-    def experiment(cfg):
-        from harness.wifi3g import Wifi3GExperiment
-        return Wifi3GExperiment(cfg)
-    return _experiment_main(argv, wifi3g_config_from_args, experiment, delay=True)
+# -- running: one shape for every experiment -----------------------------------
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: how it reads its options, what its preflight checks, and
+    how it runs once the machine is ours (returns the exit status)."""
+    config_from: Callable[[list[str]], tuple]
+    run: Callable[[object], int]
+    delay: bool = False                     # its links have delay or loss
 
 
-def dhft_main(argv: list[str]) -> int:
-    def experiment(cfg):
-        from harness.dhft import DhftExperiment
-        return DhftExperiment(cfg)
-    return _experiment_main(argv, dhft_config_from_args, experiment, delay=False)
+def _run_fattree(cfg: SweepConfig) -> int:
+    from harness import capacity
+    from harness.sweep import Sweep
+    verdict = capacity.judge(cfg, capacity.calibration_for(cfg.fabric))
+    if not verdict.fits and not cfg.force:
+        print(f"{PROG}: error: capacity: {verdict.reason()}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"capacity: {verdict.reason()}" + ("; going on (--force), runs flagged over_capacity"
+                                              if not verdict.fits else ""))
+    Sweep(cfg, capacity=verdict).run()
+    return _plot(cfg.results)
 
 
-def _experiment_main(argv: list[str], config_from, experiment, delay: bool) -> int:
-    """Parse and check, run the experiment `experiment(cfg)` builds, plot."""
+def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
+    def run(cfg) -> int:
+        import importlib
+        getattr(importlib.import_module(module), cls)(cfg).run()
+        return _plot(cfg.results)
+    return run
+
+
+COMMANDS = {
+    None: Command(config_from_args, _run_fattree),
+    "wifi3g": Command(wifi3g_config_from_args, _run_experiment("harness.wifi3g", "Wifi3GExperiment"),
+                      delay=True),
+    "dhft": Command(dhft_config_from_args, _run_experiment("harness.dhft", "DhftExperiment")),
+    "algorithms": Command(cc_compare_config_from("algorithms"),
+                          _run_experiment("harness.cc_compare", "CcCompareExperiment")),
+    "hotspot": Command(cc_compare_config_from("hotspot"),
+                       _run_experiment("harness.cc_compare", "CcCompareExperiment")),
+}
+SUBCOMMANDS = tuple(name for name in COMMANDS if name)
+
+
+def _options_with_values() -> set[str]:
+    """Every option of every subcommand that takes a value."""
+    parsers = [parser(), wifi3g_parser(), dhft_parser(), cc_compare_parser("hotspot")]
+    return {opt for p in parsers for a in p._actions if a.option_strings and a.nargs is None
+            and not isinstance(a, argparse._StoreConstAction) for opt in a.option_strings}
+
+
+def split_subcommand(argv: list[str]) -> tuple[str | None, list[str]]:
+    """(subcommand or None for the FatTree sweep, its arguments). The
+    subcommand is the first word that is not an option or an option's value,
+    wherever it stands: `--cc reno wifi3g` is `wifi3g --cc reno`."""
+    takes_value = _options_with_values()
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.startswith("-") and len(word) > 1:
+            i += 2 if word in takes_value else 1
+            continue
+        if word in SUBCOMMANDS:
+            return word, argv[:i] + argv[i + 1:]
+        break
+    return None, list(argv)
+
+
+def _notes(cfg, args) -> list[str]:
+    notes = list(getattr(args, "notes", []))
+    if getattr(cfg, "fabric_note", ""):
+        notes.append(f"fabric: {cfg.fabric_note}")
+    if getattr(cfg, "cc_note", ""):
+        notes.append(f"cc: {cfg.cc_note}")
+    return [n for n in notes if n]
+
+
+def _take_machine(cfg, argv: list[str], command: Command) -> ExperimentLock:
+    """The checks that need root and this machine, then the machine itself:
+    the experiment lock, and a results folder proven writable. Raises
+    ConfigError (exit status 2) with nothing started or written."""
+    from kernel import preflight
+    preflight.check_all(cfg.cc, delay=command.delay, fabric=getattr(cfg, "fabric", "l3"))
+    lock = ExperimentLock()
+    took_over = lock.acquire(" ".join([PROG, *argv]))
     try:
-        cfg, args = config_from(argv)
+        check_folder_writable(cfg.results, "--results")
+    except ConfigError:
+        lock.release()
+        raise
+    if took_over:
+        print(took_over)
+    return lock
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        name, rest = split_subcommand(argv)
+        command = COMMANDS[name]
+        cfg, args = command.config_from(rest)
         if args.validate_only:
             return 0
-        from kernel import preflight
-        preflight.check_all(cfg.cc, delay=delay)
+        lock = _take_machine(cfg, argv, command)
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    # Heavy imports only once the input is known to be good.
+    from harness.capacity import CalibrationError
     from harness.sweep import SweepError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
-        experiment(cfg).run()
+        for note in _notes(cfg, args):
+            print(note)
+        return command.run(cfg)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; the network and every process of the experiment were "
               "removed, finished runs are kept", file=sys.stderr)
         return 130
-    except SweepError as exc:
+    except (SweepError, CalibrationError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
-    return _plot(cfg.results)
-
-
-SUBCOMMANDS = {"wifi3g": wifi3g_main, "dhft": dhft_main,
-               "algorithms": cc_compare_main("algorithms"), "hotspot": cc_compare_main("hotspot")}
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    positional = [a for a in argv if not a.startswith("-")]
-    if positional[:1] and positional[0] in SUBCOMMANDS:
-        argv = list(argv)
-        argv.remove(positional[0])
-        return SUBCOMMANDS[positional[0]](argv)
-    try:
-        cfg, args = config_from_args(argv)
-        if args.validate_only:
-            return 0
-        from kernel import preflight
-        preflight.check_all(cfg.cc, fabric=cfg.fabric)
-    except ConfigError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-
-    # Heavy imports only once the input is known to be good.
-    from harness import capacity
-    from harness.sweep import Sweep, SweepError
-    _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
-    try:
-        if cfg.fabric_note:
-            print(f"fabric: {cfg.fabric_note}")
-        verdict = capacity.judge(cfg, capacity.calibration_for(cfg.fabric))
-        if not verdict.fits and not cfg.force:
-            print(f"{PROG}: error: capacity: {verdict.reason()}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        print(f"capacity: {verdict.reason()}" + ("; going on (--force), runs flagged over_capacity"
-                                                  if not verdict.fits else ""))
-        sweep = Sweep(cfg, capacity=verdict)
-        sweep.run()
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; the network and every process of the sweep were removed, "
-              "finished runs are kept", file=sys.stderr)
-        return 130
-    except (SweepError, capacity.CalibrationError) as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 1
-    return _plot(cfg.results)
+    finally:
+        lock.release()
 
 
 def _plot(results: Path) -> int:

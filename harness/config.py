@@ -10,6 +10,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from base.errors import ConfigError  # noqa: F401  (re-exported: the CLI's error type)
+from base.platform import btf_has, openvswitch_kernel_datapath
+
 WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
 FABRICS = ("l3", "openflow", "openflow-reactive")
 # Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run
@@ -32,21 +35,77 @@ def default_warmup_s(bw_mbps: float) -> float:
     return round(min(WARMUP_MAX_S, max(WARMUP_MIN_S, WARMUP_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
 
 
-class ConfigError(ValueError):
-    """Bad input: reported in one line, exit status 2, nothing started."""
 
 
-def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str) -> None:
+# The coupled algorithms find a subflow's MPTCP connection with this kfunc
+# (kernel/bpf/mptcp_cc.bpf.c). It arrived in Linux 6.2: Debian 12's 6.1 lacks it.
+COUPLED_CC_KFUNC = "bpf_rdonly_cast"
+SEED_MAX = 2 ** 32 - 1   # the per-router ECMP hash seeds are u32
+
+
+def coupled_cc_supported() -> bool:
+    return btf_has(COUPLED_CC_KFUNC)
+
+
+def default_cc() -> tuple[str, str]:
+    """(congestion control, note): LIA, the paper's MPTCP, where the kernel
+    can run it; the kernel's uncoupled Reno, said in the note, where not."""
+    if coupled_cc_supported():
+        return DEFAULT_CC, ""
+    return "reno", (f"default congestion control reno (uncoupled): this kernel lacks the "
+                    f"{COUPLED_CC_KFUNC} kfunc (Linux 6.2 or later) that lia, olia and ewtcp need")
+
+
+def check_cc(cc: str, flag: str = "--cc") -> None:
+    if cc not in CONGESTION_CONTROLS:
+        raise ConfigError(f"unknown congestion control {cc!r}: choose one of "
+                          f"{', '.join(CONGESTION_CONTROLS)}")
+    if cc in COUPLED_CONGESTION_CONTROLS and not coupled_cc_supported():
+        raise ConfigError(f"{flag} {cc}: this kernel lacks the {COUPLED_CC_KFUNC} kfunc (Linux 6.2 "
+                          f"or later) that the coupled algorithms need; use --cc reno (uncoupled)")
+
+
+# Why a run without --fabric gets l3. A default takes only a path tested for
+# fidelity on that kind of machine: the openflow fabric has been measured
+# against l3 on the userspace datapath only (README, "Fabrics"), and on the
+# kernel datapath tested for function in the Debian guests (guest/README.md).
+FABRIC_DEFAULT_WHY = {
+    True: ("Open vSwitch's kernel datapath is available here, but the openflow fabric on it has "
+           "not been shown to reach l3's fidelity; --fabric openflow to use it"),
+    False: ("no openvswitch kernel module here, and Open vSwitch's userspace datapath cannot "
+            "carry FatTree(4) at the fidelity target (bench/fabric_compare.py); --fabric "
+            "openflow to use it anyway"),
+}
+
+
+def default_fabric() -> tuple[str, str]:
+    """(fabric, why) for a run that does not name one."""
+    return "l3", FABRIC_DEFAULT_WHY[openvswitch_kernel_datapath()]
+
+
+def check_lists_given(sweeps, lists: dict) -> None:
+    """Every sweep asked for has at least one value to run."""
+    for sweep in sweeps:
+        if sweep in lists and not lists[sweep][1]:
+            raise ConfigError(f"{lists[sweep][0]}: give at least one value for the {sweep} sweep")
+
+
+def check_seed(seed: int) -> None:
+    if not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"--seed {seed}: must be within 0..{SEED_MAX}")
+
+
+def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str,
+                       seed: int = 0) -> None:
     """What every experiment of long flows checks the same way."""
+    check_seed(seed)
     if not 2 <= time_s <= 3600:
         raise ConfigError(f"--time {time_s}: run length must be within 2..3600 s")
     if warmup_s is not None and not 0 <= warmup_s <= 600:
         raise ConfigError(f"--warmup {warmup_s}: warm-up must be within 0..600 s")
     if fabric not in FABRICS:
         raise ConfigError(f"unknown fabric {fabric!r}: choose one of {', '.join(FABRICS)}")
-    if cc not in CONGESTION_CONTROLS:
-        raise ConfigError(f"unknown congestion control {cc!r}: choose one of "
-                          f"{', '.join(CONGESTION_CONTROLS)}")
+    check_cc(cc)
 
 
 @dataclass(frozen=True)
@@ -109,6 +168,7 @@ class RunConfig:
     warmup_s: float = 0.0      # seconds of traffic before counting starts
     monitor_interval_s: float = 1.0
     fabric_note: str = ""      # why this fabric, when it was chosen by default
+    cc_note: str = ""          # why this congestion control, when the default fell back
 
     @property
     def topology(self) -> str:
@@ -134,6 +194,7 @@ class RunConfig:
             "fabric": self.fabric,
             **({"fabric_note": self.fabric_note} if self.fabric_note else {}),
             "cc": self.cc,
+            **({"cc_note": self.cc_note} if self.cc_note else {}),
         }
 
 
@@ -153,6 +214,7 @@ class SweepConfig:
     force: bool = False               # go on where the capacity guard refuses
     monitor_interval_s: float = 1.0   # sampling period of every monitor
     fabric_note: str = ""             # why this fabric, when chosen by default
+    cc_note: str = ""                 # why this congestion control, when the default fell back
 
     @property
     def warmup(self) -> float:
@@ -172,7 +234,7 @@ class SweepConfig:
             if not 1 <= n <= MAX_SUBFLOWS:
                 raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
                                   f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc)
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
                               "sampling period must be within 0.1..60 s")
@@ -182,7 +244,7 @@ class SweepConfig:
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.time_s,
                           seed=self.seed, fabric=self.fabric, cc=self.cc,
                           warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
-                          fabric_note=self.fabric_note)
+                          fabric_note=self.fabric_note, cc_note=self.cc_note)
                 for w in self.workloads for n in self.subflows]
 
     def replace(self, **changes) -> "SweepConfig":
@@ -238,6 +300,8 @@ class Wifi3GConfig:
     cell: LinkParams = CELL
 
     def validate(self) -> None:
+        if not self.sweeps:
+            raise ConfigError("--sweeps: give at least one of " + ", ".join(WIFI3G_SWEEPS))
         for s in self.sweeps:
             if s not in WIFI3G_SWEEPS:
                 raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(WIFI3G_SWEEPS)}")
@@ -248,9 +312,11 @@ class Wifi3GConfig:
             raise ConfigError(f"--samples {self.samples}: must be within 1..600")
         if not 0 <= self.warmup_s <= 600:
             raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
-        if self.cc not in CONGESTION_CONTROLS:
-            raise ConfigError(f"unknown congestion control {self.cc!r}: choose one of "
-                              f"{', '.join(CONGESTION_CONTROLS)}")
+        check_cc(self.cc)
+        check_seed(self.seed)
+        check_lists_given(self.sweeps, {"buffer": ("--buffers", self.buffers_kb),
+                                       "loss": ("--losses", self.wifi_loss_pcts),
+                                       "rtt": ("--rtts", self.wifi_rtts_ms)})
         for p in self.points():
             p.wifi.validate()
             p.cell.validate()
@@ -329,7 +395,9 @@ class DhftConfig:
 
     @property
     def rack_size(self) -> int:
-        return self.hosts_per_rack or max(1, round(2 * self.k / 3))
+        if self.hosts_per_rack is None:
+            return max(1, round(2 * self.k / 3))
+        return self.hosts_per_rack
 
     @property
     def n_hosts(self) -> int:
@@ -352,6 +420,8 @@ class DhftConfig:
                 raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(DHFT_SWEEPS)}")
         if not self.sweeps:
             raise ConfigError("--sweeps: give at least one of " + ", ".join(DHFT_SWEEPS))
+        check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
+                                       "load": ("--loads", self.loads)})
         racks = self.racks()
         for x in self.localities:
             if not 0 <= x <= 1:
@@ -369,7 +439,7 @@ class DhftConfig:
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
                               "subflows (at least one per interface)")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc)
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
         self.link.validate()
 
     def points(self) -> list[DhftPoint]:
@@ -442,7 +512,10 @@ class CcCompareConfig:
         if not 0.01 <= self.hot_factor < 1:
             raise ConfigError(f"--hot-factor {self.hot_factor}: the hot link's share of its rate "
                               "must be within 0.01..1")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, "reno")
+        for s in self.schemes:
+            if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS:
+                check_cc(CC_SCHEMES[s][0], flag="--schemes")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, "reno", self.seed)
         if self.experiment == "hotspot" and self.time_s < 15:
             raise ConfigError(f"--time {self.time_s:g}: the hot spot needs at least 15 s "
                               "(5 s before, during and after)")

@@ -15,12 +15,9 @@ without netem all three silently disappear. Here:
 """
 from __future__ import annotations
 
-import gzip
 import math
-import os
-import platform
-from pathlib import Path
 
+from base.platform import module_available
 from harness.config import LinkParams
 
 # A single class never borrows, so HTB's quantum only has to hold one frame;
@@ -90,31 +87,5 @@ def offload_commands(intf: str, link: LinkParams) -> list[str]:
 
 def netem_available() -> bool:
     """Whether this kernel has sch_netem, built in or as a module on disk.
-
-    Read from the kernel's configuration (/proc/config.gz or /boot); without
-    one, from the module lists. Nothing is loaded or created to find out.
-    """
-    release = platform.release()
-    for path in (Path("/proc/config.gz"), Path(f"/boot/config-{release}")):
-        try:
-            opener = gzip.open if path.suffix == ".gz" else open
-            with opener(path, "rt") as f:
-                for line in f:
-                    if line.startswith("CONFIG_NET_SCH_NETEM="):
-                        value = line.strip().split("=", 1)[1]
-                        return value == "y" or (value == "m" and _module_on_disk(release))
-            return False
-        except OSError:
-            continue
-    return os.path.isdir("/sys/module/sch_netem") or _module_on_disk(release)
-
-
-def _module_on_disk(release: str) -> bool:
-    modules = Path(f"/lib/modules/{release}")
-    for listing in ("modules.builtin", "modules.dep"):
-        try:
-            if "sch_netem.ko" in (modules / listing).read_text():
-                return True
-        except OSError:
-            pass
-    return False
+    Nothing is loaded or created to find out."""
+    return module_available("sch_netem", "NET_SCH_NETEM")

@@ -15,6 +15,8 @@ import os
 import shutil
 from pathlib import Path
 
+from base.files import atomic_write_text
+
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -28,9 +30,7 @@ def exchange(a: Path, b: Path) -> None:
 
 
 def write_json(path: Path, data) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(data, indent=1, sort_keys=False) + "\n")
 
 
 def give_to_invoking_user(path: Path) -> None:

@@ -8,7 +8,6 @@ import struct
 from controller.addressing import datapath_ids, host_mac, ofport
 from controller.app import HASH_FIELDS, NTR_VENDOR_ID, SelectionMethod
 from dctopo import FatTree, TwoPaths
-from harness import fabrics
 
 
 def test_selection_method_property_layout():
@@ -48,14 +47,6 @@ def test_datapath_ids_are_unique_and_from_the_topology():
     assert ids["e1_0"] == int(ft.nodeInfo("e1_0")["dpid"], 16)
     assert len(set(datapath_ids(TwoPaths()).values())) == len(TwoPaths().switches())
     assert ofport(0) == 1
-
-
-def test_default_fabric_follows_the_kernel_datapath(monkeypatch):
-    monkeypatch.setattr(fabrics, "kernel_datapath_available", lambda: True)
-    assert fabrics.default_fabric()[0] == "openflow"
-    monkeypatch.setattr(fabrics, "kernel_datapath_available", lambda: False)
-    fabric, why = fabrics.default_fabric()
-    assert fabric == "l3" and "kernel module" in why
 
 
 def test_openflow_preflight_names_what_is_missing(monkeypatch):
