@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness import cli
 from harness.cli import config_from_args, parse_subflows
+from harness import config
 from harness.config import ConfigError
 from kernel import preflight
 from tests.conftest import ROOT, needs_root
@@ -105,9 +107,39 @@ def test_missing_binary_is_named():
 def test_defaults_and_lists():
     cfg, _ = config_from_args(["4"])
     assert cfg.workloads == ("one_to_one",) and cfg.subflows == tuple(range(1, 9))
-    assert cfg.cc == "lia" and cfg.fabric == "l3"
+    assert cfg.cc == ("lia" if config.coupled_cc_supported() else "reno") and cfg.fabric == "l3"
     assert parse_subflows("1,4-6,8") == (1, 4, 5, 6, 8)
     cfg, _ = config_from_args(["4", "all", "--subflows", "1,8"])
     assert cfg.workloads == ("one_to_one", "one_to_several", "all_to_all")
     with pytest.raises(ConfigError):
         config_from_args(["4", "--subflows", "a"])
+
+
+@pytest.mark.parametrize("ovs_module", [True, False])
+def test_default_fabric_is_l3_until_openflow_is_shown_to_match_it(monkeypatch, ovs_module):
+    """The rule, on any machine: l3 by default, and the note says why."""
+    monkeypatch.setattr(config, "openvswitch_kernel_datapath", lambda: ovs_module)
+    cfg, _ = config_from_args(["4"])
+    assert cfg.fabric == "l3"
+    assert cfg.fabric_note == f"default fabric l3: {config.FABRIC_DEFAULT_WHY[ovs_module]}"
+    assert ("kernel datapath is available" in cfg.fabric_note) == ovs_module
+    assert config_from_args(["4", "--fabric", "openflow"])[0].fabric_note == ""
+
+
+@pytest.mark.parametrize("kfunc", [True, False])
+def test_coupled_cc_needs_the_kfunc_and_the_default_falls_back(monkeypatch, kfunc):
+    monkeypatch.setattr(config, "btf_has", lambda name: kfunc and name == "bpf_rdonly_cast")
+    cfg, _ = config_from_args(["4"])
+    assert cfg.cc == ("lia" if kfunc else "reno")
+    assert ("bpf_rdonly_cast" in cfg.cc_note) == (not kfunc)
+    assert cfg.runs()[0].as_record().get("cc_note", "") == cfg.cc_note
+    if kfunc:
+        assert config_from_args(["4", "--cc", "olia"])[0].cc == "olia"
+    else:
+        with pytest.raises(ConfigError, match="--cc lia: this kernel lacks the bpf_rdonly_cast"):
+            config_from_args(["4", "--cc", "lia"])
+        with pytest.raises(ConfigError, match="--schemes lia"):
+            cli.COMMANDS["algorithms"].config_from(["--schemes", "tcp,lia"])
+        cfg, args = cli.COMMANDS["algorithms"].config_from([])
+        assert cfg.schemes == ("tcp", "uncoupled") and "bpf_rdonly_cast" in args.notes[0]
+    assert config_from_args(["4", "--cc", "reno"])[0].cc_note == ""
