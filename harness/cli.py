@@ -83,6 +83,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="run even where the capacity guard says this machine cannot keep up "
                         "(the runs are flagged over_capacity)")
+    p.add_argument("--recalibrate", action="store_true",
+                   help="measure this machine's forwarding cost for the capacity guard again")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
     return p
 
@@ -123,6 +125,7 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
                       time_s=args.time, seed=args.seed, fabric=fabric, cc=cc,
                       results=Path(args.results), warmup_s=args.warmup, force=args.force,
+                      recalibrate=args.recalibrate,
                       monitor_interval_s=args.monitor_interval)
     cfg.validate()
     check_size(cfg)
@@ -307,13 +310,15 @@ class Command:
 def _run_fattree(cfg: SweepConfig) -> int:
     from harness import capacity
     from harness.sweep import Sweep
-    verdict = capacity.judge(cfg, capacity.calibration_for(cfg.fabric))
+    cal = capacity.calibration_for(cfg.fabric, fresh=cfg.recalibrate)
+    verdict = capacity.judge(cfg, cal)
     if not verdict.fits and not cfg.force:
         print(f"{PROG}: error: capacity: {verdict.reason()}", file=sys.stderr)
         return EXIT_BAD_INPUT
     print(f"capacity: {verdict.reason()}" + ("; going on (--force), runs flagged over_capacity"
                                               if not verdict.fits else ""))
     Sweep(cfg, capacity=verdict).run()
+    capacity.learn(cfg.fabric, capacity.observed_costs(cfg, cal.idle_pct))
     return _plot(cfg.results)
 
 

@@ -212,6 +212,7 @@ class SweepConfig:
     results: Path = Path("results")
     warmup_s: float | None = None     # None: default_warmup_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
+    recalibrate: bool = False         # measure the capacity guard's cost again first
     monitor_interval_s: float = 1.0   # sampling period of every monitor
     fabric_note: str = ""             # why this fabric, when chosen by default
     cc_note: str = ""                 # why this congestion control, when the default fell back

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +14,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+# No test reads what an earlier run left in the machine's calibration cache
+# (/var/cache/mptcp-dc-harness): the suite calibrates into a cache of its own,
+# once, the first time a test needs the capacity guard, and removes it at the end.
+# Set before harness.capacity is imported, and inherited by run_mptcp.sh.
+SUITE_CACHE = Path(tempfile.mkdtemp(prefix="mptcp-test-cache-"))
+os.environ["MPTCP_HARNESS_CACHE"] = str(SUITE_CACHE)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(SUITE_CACHE, ignore_errors=True)
 
 from tests.leftovers import Snapshot  # noqa: E402
 

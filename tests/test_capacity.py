@@ -1,7 +1,10 @@
 """The capacity guard: demand arithmetic, suggestions and the calibration
 cache (no root), and the guard as a user meets it through run_mptcp.sh."""
+import dataclasses
 import json
+import os
 import subprocess
+import sys
 
 import pytest
 
@@ -90,3 +93,40 @@ def test_overloaded_sweep_is_refused_then_forced_and_flagged(tmp_path, no_leftov
     assert rec["capacity"]["fits"] is False
     assert "over_capacity" in rec["flags"] and not rec["valid"]
     assert "cpu_saturated" in rec["flags"], rec["cpu_mean_pct"]
+
+
+def test_a_cached_calibration_learns_from_runs(tmp_path, monkeypatch):
+    """A pessimistic cached cost gives way to what runs measure: the median
+    of the observations, so one more bad one does not undo it."""
+    monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
+    capacity.save(dataclasses.replace(calibration(cost=1.82, cpus=capacity.machine()["cpus"]),
+                                      observations=(1.82,)))
+    capacity.learn("l3", [1.38, 1.40], say=lambda _: None)
+    assert capacity.load("l3").core_s_per_gbit_hop == pytest.approx(1.40)
+    capacity.learn("l3", [1.39, 2.5], say=lambda _: None)
+    assert capacity.load("l3").core_s_per_gbit_hop == pytest.approx(1.40)
+    capacity.learn("l3", [1.0] * 20, say=lambda _: None)
+    assert len(capacity.load("l3").observations) == capacity.OBSERVATIONS_KEPT
+
+
+@needs_root
+def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftovers):
+    """One busy loop per core while the calibration runs: it is taken as
+    under load, serves only the caller, and is not cached; the next one, on a
+    quiet machine, is cached and accepts FatTree(4) at the defaults."""
+    monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(capacity, "QUIET_WAIT_S", 2.0)
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(os.cpu_count() or 1)]
+    try:
+        loaded = capacity.calibration_for("l3", say=lambda _: None)
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait(timeout=10)
+    assert "busy before it" in loaded.under_load, loaded
+    assert not capacity.cache_path("l3").exists()
+    quiet = capacity.calibration_for("l3", say=lambda _: None)
+    assert quiet.under_load == "", quiet
+    assert capacity.load("l3") == quiet
+    assert capacity.judge(SweepConfig(k=4), quiet).fits, capacity.judge(SweepConfig(k=4), quiet).reason()

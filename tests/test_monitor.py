@@ -303,7 +303,14 @@ def test_cpu_monitor_keeps_its_api(tmp_path):
     cpu.start()
     time.sleep(0.2)
     cpu.stop()
-    assert cpu.samples and cpu.mean_pct() is not None and cpu.saturated() in (True, False)
+    assert cpu.samples and cpu.mean_pct() is not None
+    # saturated: every core above SATURATED_PCT in more than SATURATED_SHARE of the samples
+    hot = monitor.CpuSample(t=0, cores_busy_pct=[95.0, 97.0], user_pct=0, system_pct=0, softirq_pct=0)
+    one_core = monitor.CpuSample(t=0, cores_busy_pct=[99.0, 40.0], user_pct=0, system_pct=0, softirq_pct=0)
+    cpu.samples = [hot] * 2 + [one_core] * 8
+    assert cpu.saturated()
+    cpu.samples = [hot] * 1 + [one_core] * 9
+    assert not cpu.saturated()
     cpu.write_csv(tmp_path / "cpu.csv")
     assert open(tmp_path / "cpu.csv").readline().startswith("t_s,busy_pct,user_pct")
 

@@ -40,8 +40,11 @@ class HurtController:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["crash", "hang"])
 def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, no_leftovers):
+    # 3 Mb/s: a rate this machine's userspace datapath carries without
+    # saturating the CPU (the capacity guard allows 4 Mb/s at most, README
+    # "Fabrics"), so the run after the replacement can be held to `valid`.
     cfg = SweepConfig(k=4, workloads=("one_to_one",), subflows=(2, 2), time_s=8, warmup_s=1,
-                      link=LinkParams(bw_mbps=10, queue_pkts=100), fabric="openflow",
+                      link=LinkParams(bw_mbps=3, queue_pkts=100), fabric="openflow",
                       results=tmp_path)
     lines: list[str] = []
     sweep = Sweep(cfg, say=lines.append)
@@ -62,7 +65,5 @@ def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, 
     assert "controller_failed" in hurt["flags"] and not hurt["valid"], hurt["flags"]
     assert any("starting a fresh controller" in line for line in lines), lines
     assert new_pid != old_pid
-    # (not `valid`: on the userspace datapath a busy machine may flag cpu_saturated)
-    assert "controller_failed" not in after["flags"] and "switch_failed" not in after["flags"], \
-        after["health"]
+    assert after["valid"], (after["flags"], after["health"])
     assert all(f["goodput_mbps"] > 0 for f in after["flows"])

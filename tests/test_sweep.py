@@ -4,19 +4,29 @@ the middle of a sweep, which keeps finished runs and removes everything else."""
 import json
 import subprocess
 
-
+from base.lock import LOCK_PATH
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 
 pytestmark = needs_root
 SCRIPT = str(ROOT / "run_mptcp.sh")
+# The paper's claim on FatTree (Fig 2): TCP under 50-60 % of optimal, MPTCP-8
+# near 90 %. Measured here on FatTree(4), 10 Mb/s, seed 0: TCP 54-62 %,
+# MPTCP-8 77-89 % (README, results/README.md). A 10 s window is short, so
+# the test asks only for a clear win: MPTCP-8 at least this many points above TCP.
+MPTCP8_MARGIN_POINTS = 10.0
 FLOW_FIELDS = {"src", "dst", "goodput_mbps", "subflows_established"}
 CONFIG_FIELDS = {"k", "workload", "subflows", "bw_mbps", "queue_pkts", "time_s", "seed", "fabric", "cc"}
 
 
 def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
-    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,2,8", "--time", "3",
-                           "--results", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    # A run that was killed (SIGKILL) left its name in the lock file; the kernel
+    # dropped its lock, so this run takes it over and says so.
+    LOCK_PATH.write_text(json.dumps({"pid": 2 ** 22 + 1, "command": "run_mptcp.sh 4 (killed)"}))
+    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,2,8", "--time", "10",
+                           "--results", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "took over the lock of a run that was killed (PID 4194305" in done.stdout
+    assert LOCK_PATH.read_text() == ""
     assert "[3/3]" in done.stdout and "ETA" in done.stdout
     # No --fabric: the default for this machine, said in one line and recorded.
     assert done.stdout.count("fabric: default fabric ") == 1, done.stdout[:2000]
@@ -32,6 +42,12 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
             assert FLOW_FIELDS <= f.keys()
             assert f["goodput_mbps"] > 0
             assert f["subflows_established"] == n
+    # The paper's claim, on runs that are valid.
+    tcp, mptcp8 = (json.loads((tmp_path / "ft4/one_to_one" / f"flows{n}/run.json").read_text())
+                   for n in (1, 8))
+    assert mptcp8["summary"]["mean_pct"] >= tcp["summary"]["mean_pct"] + MPTCP8_MARGIN_POINTS, \
+        (tcp["summary"], mptcp8["summary"])
+    assert tcp["valid"] and mptcp8["valid"], (tcp["flags"], mptcp8["flags"])
     png = tmp_path / "plots" / "ft4-one_to_one-throughput.png"
     assert png.stat().st_size > 10_000
     # the same mapping served both subflow counts
