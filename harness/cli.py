@@ -380,17 +380,19 @@ def _take_machine(cfg, argv: list[str], command: Command) -> ExperimentLock:
     """The checks that need root and this machine, then the machine itself:
     the experiment lock, and a results folder proven writable. Raises
     ConfigError (exit status 2) with nothing started or written."""
-    from kernel import preflight
-    preflight.check_all(cfg.cc, delay=command.delay, fabric=getattr(cfg, "fabric", "l3"))
-    lock = ExperimentLock()
+    from kernel import coupled_cc, preflight
+    preflight.check_root()
+    lock = ExperimentLock()     # first: a second run is told who runs, not what that run registered
     took_over = lock.acquire(" ".join([PROG, *argv]))
     try:
+        preflight.check_all(cfg.cc, delay=command.delay, fabric=getattr(cfg, "fabric", "l3"))
         check_folder_writable(cfg.results, "--results")
     except ConfigError:
         lock.release()
         raise
-    if took_over:
-        print(took_over)
+    for note in (took_over, coupled_cc.kernel_held_note()):
+        if note:
+            print(note)
     return lock
 
 

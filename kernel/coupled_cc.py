@@ -63,6 +63,22 @@ def loaded_maps() -> dict[int, str]:
     return {m["id"]: m["name"] for m in json.loads(out) if m.get("name") in OUR_MAPS}
 
 
+def kernel_held_note() -> str:
+    """One line where the kernel still holds maps of ours that no loader
+    registered: an earlier run's algorithms, unregistered, kept alive by TCP
+    sockets that outlived their namespace (README, "Clean-up guarantees").
+    They take no traffic and do not stop a new loader; nothing of ours can free them."""
+    try:
+        held = loaded_maps()
+    except (CommandError, ValueError, OSError):
+        return ""
+    if not held or any(n in available() for n in COUPLED):
+        return ""
+    return (f"note: the kernel still holds {len(held)} BPF map(s) of an earlier run's coupled "
+            f"congestion control ({', '.join(sorted(set(held.values())))}), kept by sockets that "
+            "outlived their namespace; they are unregistered and do not affect this run")
+
+
 def check_built() -> None:
     """Preflight: the loader and the BPF object exist and none of our names
     is registered already (a leftover of a loader that was SIGKILLed)."""
