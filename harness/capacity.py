@@ -64,6 +64,12 @@ QUIET_STEAL_PCT = 5.0
 QUIET_WAIT_S = 10.0             # how long to wait for quiet before measuring anyway
 REPEATS_AGREE = 1.3             # largest / smallest cost of the repeats
 OBSERVATIONS_KEPT = 9           # costs the cache's median is taken over
+# When foreign load leaves no CPU above idle to measure (one busy loop per core
+# makes both the idle and the loaded readings 100 %), the run falls back to the
+# highest cost measured on the 2-core development VM: 1.82 core-s per Gbit-hop,
+# a calibration taken during a busy minute (quiet ones: 1.18-1.38). It is never
+# cached, so it serves only the invocation that measured under load.
+UNDER_LOAD_FALLBACK_COST = 1.82
 # Link rates the guard suggests: 1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a power of ten.
 NICE_MANTISSAS = (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
 
@@ -278,8 +284,6 @@ def calibrate(fabric: str, say=print) -> Calibration:
     delta = [a - b for a, b in zip(stat_after[:8], stat_before[:8])]
     steal_during = 100.0 * delta[7] / (sum(delta) or 1)
     good = sorted(c for c in costs if c)
-    if not good:
-        raise CalibrationError(f"calibration carried nothing measurable (runs: {runs})")
     reasons = []
     if before_busy > QUIET_BUSY_PCT:
         reasons.append(f"the machine was {before_busy:.0f} % busy before it")
@@ -287,14 +291,21 @@ def calibrate(fabric: str, say=print) -> Calibration:
         reasons.append(f"{idle_pct:.0f} % busy with the network idle")
     if max(before_steal, steal_during) > QUIET_STEAL_PCT:
         reasons.append(f"{max(before_steal, steal_during):.0f} % of the CPU stolen")
-    if len(good) < len(costs) or good[-1] > REPEATS_AGREE * good[0]:
+    if not good:
+        if not reasons:
+            raise CalibrationError(f"calibration carried nothing measurable (runs: {runs})")
+        reasons.append(f"no CPU above idle was left to measure, so it assumes "
+                       f"{UNDER_LOAD_FALLBACK_COST} core-s per Gbit-hop")
+        good = [UNDER_LOAD_FALLBACK_COST]
+        costs = []
+    elif len(good) < len(costs) or good[-1] > REPEATS_AGREE * good[0]:
         shown = ", ".join("nothing" if c is None else f"{c:.2f}" for c in costs)
         reasons.append(f"its repeats disagree ({shown} core-s per Gbit-hop)")
     cost = statistics.median(good)
     return Calibration(
         fabric=fabric, machine=machine(), core_s_per_gbit_hop=round(cost, 4),
         idle_pct=round(idle_pct, 1), under_load="; ".join(reasons),
-        observations=tuple(round(c, 4) for c in good),
+        observations=tuple(round(c, 4) for c in sorted(c for c in costs if c)),
         measured={"bw_mbps": CALIBRATION_BW_MBPS, "topology": "ft4", "workload": "one_to_one",
                   "subflows": 8, "time_s": CALIBRATION_TIME_S, "repeats": runs,
                   "busy_before_pct": round(before_busy, 1), "steal_pct": round(steal_during, 1),
