@@ -40,11 +40,17 @@ class HurtController:
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["crash", "hang"])
 def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, no_leftovers):
-    # 3 Mb/s: a rate this machine's userspace datapath carries without
-    # saturating the CPU (the capacity guard allows 4 Mb/s at most, README
-    # "Fabrics"), so the run after the replacement can be held to `valid`.
-    cfg = SweepConfig(k=4, workloads=("one_to_one",), subflows=(2, 2), time_s=8, warmup_s=1,
-                      link=LinkParams(bw_mbps=3, queue_pkts=100), fabric="openflow",
+    # 1 Mb/s: at 3 Mb/s this machine's userspace datapath ran at 75-85 % of
+    # both cores in steady state, and the start-up second at 97-99 %; one more
+    # hot second flagged the run after the replacement cpu_saturated in CI.
+    # At 1 Mb/s the steady state leaves room, so that run can be held to `valid`.
+    # 20-packet queues: at 1 Mb/s a 100-packet queue holds 1.2 s per hop, and a
+    # data connection's SYN queued behind the first flows meets its 1 s timer;
+    # after two retransmissions the kernel falls back to TCP
+    # (net.mptcp.syn_retrans_before_tcp_fallback = 2), and 1 run in 3 here came
+    # out `subflows_missing`. That start-up effect is not what this test is about.
+    cfg = SweepConfig(k=4, workloads=("one_to_one",), subflows=(2, 2), time_s=10, warmup_s=1,
+                      link=LinkParams(bw_mbps=1, queue_pkts=20), fabric="openflow",
                       results=tmp_path)
     lines: list[str] = []
     sweep = Sweep(cfg, say=lines.append)
@@ -62,7 +68,8 @@ def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, 
         new_pid = sweep.fabric.controller.pid
     finally:
         sweep.close()
-    assert "controller_failed" in hurt["flags"] and not hurt["valid"], hurt["flags"]
+    assert "controller_failed" in hurt["flags"] and not hurt["valid"], \
+        (hurt["flags"], hurt.get("health"), hurt.get("event"))
     assert any("starting a fresh controller" in line for line in lines), lines
     assert new_pid != old_pid
     assert after["valid"], (after["flags"], after["health"])
