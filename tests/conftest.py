@@ -31,6 +31,31 @@ from tests.leftovers import Snapshot  # noqa: E402
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="builds network namespaces: needs root")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "guest: a path that stock distribution kernels take (sch_netem, Open vSwitch's "
+        "kernel datapath, the coupled algorithms' kfunc); run them in guests with "
+        "`sudo ./guest/run.sh debian12 -- ./run_tests.sh -m guest` (guest/README.md)")
+
+
+def kernel_has(feature: str) -> bool:
+    from base.platform import btf_has, module_available, openvswitch_kernel_datapath
+    return {"netem": lambda: module_available("sch_netem", "NET_SCH_NETEM"),
+            "ovs": openvswitch_kernel_datapath,
+            "kfunc": lambda: btf_has("bpf_rdonly_cast")}[feature]()
+
+
+def stock_kernel_path(feature: str):
+    """Marks for a test (or a parameter) of a path only stock kernels take:
+    `guest`, and a skip that says where to run it on a kernel without it."""
+    why = {"netem": "this kernel has no sch_netem",
+           "ovs": "this kernel has no openvswitch module (kernel datapath)",
+           "kfunc": "this kernel lacks the bpf_rdonly_cast kfunc"}[feature]
+    return [pytest.mark.guest,
+            pytest.mark.skipif(not kernel_has(feature),
+                               reason=f"{why}: run it in a guest (guest/README.md)")]
+
+
 @pytest.fixture
 def no_leftovers():
     """Fails the test if it leaves a namespace, root-namespace interface,

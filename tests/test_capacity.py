@@ -130,3 +130,9 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
     assert quiet.under_load == "", quiet
     assert capacity.load("l3") == quiet
     assert capacity.judge(SweepConfig(k=4), quiet).fits, capacity.judge(SweepConfig(k=4), quiet).reason()
+
+
+@pytest.mark.parametrize("costs,agree", [((0.53, 0.56, 0.31), True), ((0.3, 0.6, 1.2), False),
+                                         ((1.0,), False), ((1.0, 1.25), True), ((1.0, 1.4), False)])
+def test_one_odd_repeat_does_not_void_a_calibration(costs, agree):
+    assert capacity.median_is_seconded(list(costs)) is agree

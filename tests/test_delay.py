@@ -1,5 +1,7 @@
-"""Link delay, jitter and loss checked on the wire, in real namespaces, on a
-kernel without sch_netem (the NFQUEUE delay line, harness/delayline.py).
+"""Link delay, jitter and loss checked on the wire, in real namespaces: on a
+kernel without sch_netem by the NFQUEUE delay line (harness/delayline.py),
+and by netem on kernels that have it (the `guest`-marked variants, run in
+stock-kernel guests, guest/README.md).
 
 Each test builds dctopo.WiFi3G with the links it needs: the path link
 (switch to receiver) carries the delay and loss, the access link none, so a
@@ -21,24 +23,27 @@ from harness.fabric import wait_until
 from harness.fabric_l3 import L3Fabric
 from harness.procs import ProcessTracker, run
 from harness.traffic import FlowEndpoints, IperfDriver, listening_ports
-from tests.conftest import needs_root
+from tests.conftest import needs_root, stock_kernel_path
 
 PAYLOAD_SHARE = 1448 / 1514
 
 
-@pytest.fixture
-def network(no_leftovers):
-    """network(wifi=LinkParams, cell=LinkParams) -> started fabric, stopped after the test."""
+@pytest.fixture(params=["nfqueue", pytest.param("netem", marks=stock_kernel_path("netem"))])
+def network(request, no_leftovers):
+    """network(wifi=LinkParams, cell=LinkParams) -> started fabric, stopped
+    after the test; once with the NFQUEUE delay line, once with netem (on
+    kernels that have it: the stock kernels' default)."""
     made = []
 
     def build(wifi: LinkParams, cell: LinkParams) -> L3Fabric:
-        fabric = L3Fabric(WiFi3G(wifi=wifi, cell=cell), LinkParams(), delay_backend="nfqueue")
+        fabric = L3Fabric(WiFi3G(wifi=wifi, cell=cell), LinkParams(), delay_backend=request.param)
         made.append(fabric)
         fabric.start()
         for h in fabric.hosts():
             run(["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"], 10,
                 ns_pid=fabric.pid(h))
         return fabric
+    build.backend = request.param
     yield build
     for fabric in made:
         fabric.stop()
@@ -147,6 +152,8 @@ def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake)
 
 @needs_root
 def test_delay_line_is_gone_after_stop(network):
+    if network.backend != "nfqueue":
+        pytest.skip("netem needs no delay line")
     fabric = network(LinkParams(bw_mbps=10, queue_pkts=100, delay_ms=5),
                      LinkParams(bw_mbps=10, queue_pkts=100, delay_ms=5))
     line = fabric.delay_line

@@ -12,7 +12,7 @@ from harness.config import LinkParams
 from harness.fabric_l3 import L3Fabric
 from harness.procs import ProcessTracker, run
 from harness.traffic import IperfDriver
-from tests.conftest import needs_root
+from tests.conftest import needs_root, stock_kernel_path
 from workloads import Flow
 
 pytestmark = needs_root
@@ -29,15 +29,25 @@ class TwoHostsOneRouter(DCTopo):
             self.addLink(h, r, port1=0, port2=i, params1={"ip": f"10.9.0.{i + 2}/32"})
 
 
-@pytest.fixture
-def pair(no_leftovers):
-    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=20, queue_pkts=25))
+# The queue's qdisc: a FIFO where the link has no delay or loss; netem, which
+# then also holds the queue, where it has. On kernels with netem the second
+# case is tested with 1 ms of delay, whose in-flight packets netem's limit
+# counts too: at 20 Mb/s, ceil(20e6 * 0.001 / (1514 * 8)) = 2 (links.netem_args).
+QUEUE_PKTS = 25
+LINKS = {"fifo": (LinkParams(bw_mbps=20, queue_pkts=QUEUE_PKTS), "pfifo", QUEUE_PKTS),
+         "netem": (LinkParams(bw_mbps=20, queue_pkts=QUEUE_PKTS, delay_ms=1), "netem", QUEUE_PKTS + 2)}
+
+
+@pytest.fixture(params=["fifo", pytest.param("netem", marks=stock_kernel_path("netem"))])
+def pair(request, no_leftovers):
+    link, queue_kind, queue_limit = LINKS[request.param]
+    fabric = L3Fabric(TwoHostsOneRouter(), link)
     procs = ProcessTracker()
     try:
         fabric.start()
         for h in fabric.hosts():
             run(["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"], 10, ns_pid=fabric.pid(h))
-        yield fabric, procs
+        yield fabric, procs, queue_kind, queue_limit
     finally:
         procs.stop_all()
         fabric.stop()
@@ -52,7 +62,7 @@ def qdisc_stats(fabric, node, dev):
 
 
 def test_rate_holds(pair, tmp_path, awake):
-    fabric, procs = pair
+    fabric, procs, _, _ = pair
     driver = IperfDriver(fabric, procs)
     expected = 20 * PAYLOAD_SHARE
     seen = []
@@ -73,14 +83,14 @@ def test_rate_holds(pair, tmp_path, awake):
 def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     """Slow the router's port towards h1 to a quarter of the rate so the queue
     builds there, then sample its backlog while TCP pushes into it."""
-    fabric, procs = pair
+    fabric, procs, queue_kind, queue_limit = pair
     run(["tc", "class", "change", "dev", "r0-eth1", "parent", "1:", "classid", "1:1", "htb",
          "rate", "5mbit", "ceil", "5mbit", "quantum", "1514"], 5, ns_pid=fabric.pid("r0"))
     backlog, stop = [], threading.Event()
 
     def sample():
         while not stop.is_set():
-            backlog.append(qdisc_stats(fabric, "r0", "r0-eth1")["pfifo"]["qlen"])
+            backlog.append(qdisc_stats(fabric, "r0", "r0-eth1")[queue_kind]["qlen"])
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample)
@@ -91,8 +101,8 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     finally:
         stop.set()
         sampler.join()
-    pfifo = qdisc_stats(fabric, "r0", "r0-eth1")["pfifo"]
-    assert max(backlog) <= 25, max(backlog)
+    pfifo = qdisc_stats(fabric, "r0", "r0-eth1")[queue_kind]
+    assert max(backlog) <= queue_limit, max(backlog)
     assert max(backlog) >= 20          # the queue did fill: the limit was what held it
     assert pfifo["drops"] > 0
     assert pfifo["bytes"] / pfifo["packets"] <= 1514   # MTU frames, no superpackets

@@ -16,7 +16,8 @@ from harness.config import LinkParams, SweepConfig
 from harness.sweep import Sweep
 from tests.conftest import needs_root
 
-pytestmark = needs_root
+# `guest`: also run where Open vSwitch forwards in the kernel (stock kernels).
+pytestmark = [needs_root, pytest.mark.guest]
 
 
 class HurtController:

@@ -1,0 +1,70 @@
+"""What a stock distribution kernel changes, on the kernel the suite runs on.
+
+Debian's and Ubuntu's kernels have sch_netem and the openvswitch module, and
+Debian 12's 6.1 lacks the kfunc the coupled algorithms need. The tests of
+those paths are marked `guest` (test_links, test_delay, test_fattree_net,
+test_openflow_controller, and the ones here) and run in qemu guests booted
+with Debian's own kernels. Where the kernel has the kfunc (6.2 and later),
+test_coupled_cc.py's `ss -ti` test shows the algorithms on the subflows;
+where it lacks it, the test here shows the refusal and the fallback.
+
+
+
+    sudo ./guest/run.sh debian12 -- ./run_tests.sh -m guest
+
+The main command end to end at a rate a fully emulated guest carries runs
+only in a guest; on the host, tests/test_sweep.py runs it at the default rate.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from harness.cli import config_from_args
+from tests.conftest import ROOT, needs_root
+
+SCRIPT = str(ROOT / "run_mptcp.sh")
+IN_GUEST = os.environ.get("HARNESS_GUEST", "")
+KFUNC = "bpf_rdonly_cast"
+
+
+def kernel_has_kfunc() -> bool:
+    from base.platform import btf_has
+    return btf_has(KFUNC)
+
+
+@pytest.mark.guest
+@pytest.mark.skipif(kernel_has_kfunc(), reason=f"this kernel has {KFUNC}: the coupled "
+                    "algorithms load (tests/test_coupled_cc.py)")
+def test_without_the_kfunc_lia_is_refused_in_one_line_and_the_default_falls_back():
+    cfg, _ = config_from_args(["4"])
+    assert cfg.cc == "reno" and KFUNC in cfg.cc_note, (cfg.cc, cfg.cc_note)
+    done = subprocess.run([SCRIPT, "4", "--cc", "lia"], capture_output=True, text=True, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert KFUNC in lines[0] and "--cc reno" in lines[0], lines[0]
+
+
+@needs_root
+@pytest.mark.guest
+@pytest.mark.skipif(not IN_GUEST, reason="guest-sized main command: runs in guests only "
+                    "(tests/test_sweep.py runs it on the host)")
+def test_the_main_command_at_a_guest_sized_rate(tmp_path, no_leftovers):
+    """README's main command, FatTree(4) with TCP and MPTCP-8, at 1 Mb/s:
+    every run valid, every flow carried, every connection with its subflows.
+    Fidelity (MPTCP-8 against TCP) is measured on the host, not here."""
+    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,8", "--bw", "1",
+                           "--time", "10", "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=1500)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    for n in (1, 8):
+        rec = json.loads((tmp_path / "ft4" / "one_to_one" / f"flows{n}" / "run.json").read_text())
+        assert len(rec["flows"]) == 16
+        assert all(f["goodput_mbps"] > 0 for f in rec["flows"]), rec["flows"]
+        assert all(f["subflows_established"] == n for f in rec["flows"]), \
+            [f["subflows_established"] for f in rec["flows"]]
+        assert rec["valid"], (n, rec["flags"], rec.get("health"), rec["cpu_mean_pct"])
+    assert (tmp_path / "plots" / "ft4-one_to_one-throughput.png").exists()
