@@ -73,3 +73,9 @@ def btf_has(name: str, btf: Path = VMLINUX_BTF) -> bool:
     except OSError:
         return False
     return b"\0" + name.encode() + b"\0" in data
+
+
+def sysctl_exists(name: str) -> bool:
+    """Whether this kernel has sysctl `name` (e.g. net.ipv4.fib_multipath_hash_seed,
+    Linux 6.11 and later), read in this process's namespace."""
+    return Path("/proc/sys", *name.split(".")).exists()

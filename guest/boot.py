@@ -203,6 +203,7 @@ def run_command(guest_dir: str, manifest: dict, argv: list[str], timeout: float,
         os.makedirs(os.path.join(share, "output"))
         shutil.copy2(os.path.join(GUEST_DIR, "guest_init.sh"), control)
         for name, value in (("checkout", repo), ("target", manifest["target"]),
+                            ("accel", "kvm" if accel == KVM else "tcg"),
                             ("command.sh", "exec " + shlex.join(argv))):
             with open(os.path.join(control, name), "w") as f:
                 f.write(value + "\n")
@@ -254,6 +255,8 @@ def run_command(guest_dir: str, manifest: dict, argv: list[str], timeout: float,
         if qemu_log:
             qemu_log.close()
         if keep_output and os.path.isdir(os.path.join(run_dir, "share", "output")):
+            # symlinks=True: links are copied as links (pytest's "…current"
+            # links point into the guest and would not resolve here).
             shutil.copytree(os.path.join(run_dir, "share", "output"), keep_output,
-                            dirs_exist_ok=True)
+                            symlinks=True, dirs_exist_ok=True)
         procs.remove_tree(run_dir)

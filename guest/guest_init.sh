@@ -79,7 +79,7 @@ while { [ ! -c "$out" ] || [ ! -c "$err" ]; } && [ $i -lt 50 ]; do sleep 0.1; i=
 
 export HARNESS_GUEST_OUTPUT=$run/output
 # Tests that only make sense in a guest (guest-sized runs) look for this.
-export HARNESS_GUEST="$(cat $control/target)"
+export HARNESS_GUEST="$(cat $control/target)" HARNESS_GUEST_ACCEL="$(cat $control/accel)"
 cd "$checkout" || fail "cd $checkout failed"
 /bin/sh "$control/command.sh" </dev/null >"$out" 2>"$err"
 echo $? >"$control/exit-status"

@@ -208,7 +208,7 @@ class SweepConfig:
     time_s: float = 40.0
     seed: int = 0
     fabric: str = "l3"
-    cc: str = DEFAULT_CC
+    cc: str = field(default_factory=lambda: default_cc()[0])   # lia, or reno without the kfunc
     results: Path = Path("results")
     warmup_s: float | None = None     # None: default_warmup_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
@@ -295,7 +295,7 @@ class Wifi3GConfig:
     samples: int = 10                       # one-second goodput samples per point
     warmup_s: float = 10.0
     seed: int = 0
-    cc: str = DEFAULT_CC
+    cc: str = field(default_factory=lambda: default_cc()[0])   # lia, or reno without the kfunc
     results: Path = Path("results")
     wifi: LinkParams = WIFI
     cell: LinkParams = CELL
@@ -387,7 +387,7 @@ class DhftConfig:
     warmup_s: float | None = None              # None: default_warmup_s(link rate)
     seed: int = 0
     fabric: str = "l3"
-    cc: str = DEFAULT_CC
+    cc: str = field(default_factory=lambda: default_cc()[0])   # lia, or reno without the kfunc
     results: Path = Path("results")
 
     @property

@@ -56,6 +56,8 @@ class NsNode(Node):
 
 class Fabric:
     """Nodes, links, host addresses and link shaping; subclasses add forwarding."""
+    # How equal-cost paths are chosen, as recorded in run.json (`ecmp_hash`).
+    ecmp_hash = ""
 
     name = "base"
 

@@ -11,7 +11,13 @@ Two settings make the hash spread (DESIGN.md, "ECMP hash polarization"):
     default policies reuse the flow hash the sending socket stored on the skb,
     which survives veth hops, so every tier would make the same choice.
   * a distinct `fib_multipath_hash_seed` per router, so that two tiers do not
-    map the same 5-tuple to the same port index.
+    map the same 5-tuple to the same port index. Kernels before 6.11 have no
+    such seed (Debian 12's 6.1): every namespace hashes with one boot-time
+    key, so an edge router and the aggregation router above it would pick
+    the same port index for a flow and half the cores would stay idle. There
+    each tier hashes a different set of header fields instead (ports always
+    among them): different input, independent choices. The sweep's seed then
+    no longer changes the choices; `ecmp_hash` says which way was taken.
 
 Links between routers are unnumbered: a router's id (dctopo) sits on its
 loopback and neighbours reach it with `via <id> dev <port> onlink`.
@@ -21,16 +27,36 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 
+from base.platform import sysctl_exists
 from dctopo import Interface
 from harness.fabric import Fabric, _batch, _sysctl, common_sysctls
 
 # addresses, protocol, ports (see ip-sysctl.rst, fib_multipath_hash_fields)
 HASH_FIELDS_5TUPLE = "0x0037"
+# Without per-router seeds: the fields each tier hashes (0x01 source address,
+# 0x02 destination address, 0x04 protocol, 0x10/0x20 ports). IPv4 has no flow
+# label (0x08), so leaving it out would change nothing.
+HASH_FIELDS_BY_ROLE = {"edge": "0x0037", "agg": "0x0033", "core": "0x0031"}
+HASH_FIELDS_OTHER = "0x0035"
 
 
 class L3Fabric(Fabric):
     name = "l3"
     _next_hops: dict | None = None
+
+    @property
+    def ecmp_hash(self) -> str:
+        if sysctl_exists("net.ipv4.fib_multipath_hash_seed"):
+            return "5-tuple, a seed per router (fib_multipath_hash_seed)"
+        return ("5-tuple, other header fields per tier: this kernel has no "
+                "fib_multipath_hash_seed (Linux 6.11 or later)")
+
+    def hash_sysctls(self, switch: str) -> dict[str, str]:
+        if sysctl_exists("net.ipv4.fib_multipath_hash_seed"):
+            return {"net.ipv4.fib_multipath_hash_fields": HASH_FIELDS_5TUPLE,
+                    "net.ipv4.fib_multipath_hash_seed": str(self.hash_seed(switch))}
+        fields = HASH_FIELDS_BY_ROLE.get(self.topo.role(switch), HASH_FIELDS_OTHER)
+        return {"net.ipv4.fib_multipath_hash_fields": fields}
 
     def gateway(self, intf: Interface) -> str:
         return self.topo.nodeInfo(intf.peer)["router_id"]
@@ -40,8 +66,7 @@ class L3Fabric(Fabric):
             **common_sysctls(),
             "net.ipv4.ip_forward": "1",
             "net.ipv4.fib_multipath_hash_policy": "3",
-            "net.ipv4.fib_multipath_hash_fields": HASH_FIELDS_5TUPLE,
-            "net.ipv4.fib_multipath_hash_seed": str(self.hash_seed(switch)),
+            **self.hash_sysctls(switch),
         }
         router_id = self.topo.nodeInfo(switch)["router_id"]
         ip_lines = ["link set lo up", f"addr add {router_id}/32 dev lo"]

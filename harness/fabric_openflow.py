@@ -71,6 +71,7 @@ SWITCH_NAMESPACE = "ofswitches{}"
 
 class OpenFlowFabric(Fabric):
     name = "openflow"
+    ecmp_hash = "5-tuple, select groups with a hash basis per switch"
 
     def __init__(self, topo: DCTopo, link: LinkParams, seed: int = 0,
                  delay_backend: str | None = None, mode: str = "proactive",

@@ -98,7 +98,8 @@ class Sweep:
         self.environment = self._environment()
         self.say(f"built {self.topo.__class__.__name__}({self.cfg.k}) on fabric "
                  f"{self.fabric.name}: {len(self.fabric.hosts())} hosts, "
-                 f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s")
+                 f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s"
+                 + (f"; ECMP hash: {self.fabric.ecmp_hash}" if self.fabric.ecmp_hash else ""))
 
     def close(self) -> None:
         """Remove what this sweep created (Network.close says in which order)."""
@@ -123,6 +124,7 @@ class Sweep:
                                         "--short", "HEAD"]),
             },
             "host_sysctls": transport.read_sysctls(self.fabric.pid(first)),
+            "ecmp_hash": self.fabric.ecmp_hash,
         }
 
     def measure_baseline(self) -> float:

@@ -38,6 +38,14 @@ def pytest_configure(config):
         "`sudo ./guest/run.sh debian12 -- ./run_tests.sh -m guest` (guest/README.md)")
 
 
+# In a guest under full emulation (qemu TCG, guest/README.md) the network runs
+# at about 1/20 of the host's speed, and a round trip gains 1-2 ms of the
+# emulator's own time (a 10 ms netem link measured 11.5 ms). Tests that
+# measure rates scale them down there, and delay tests allow that much more.
+FULL_EMULATION = os.environ.get("HARNESS_GUEST_ACCEL") == "tcg"
+EMULATION_RTT_SLACK_MS = 2.0 if FULL_EMULATION else 0.0
+
+
 def kernel_has(feature: str) -> bool:
     from base.platform import btf_has, module_available, openvswitch_kernel_datapath
     return {"netem": lambda: module_available("sch_netem", "NET_SCH_NETEM"),

@@ -23,7 +23,7 @@ from harness.fabric import wait_until
 from harness.fabric_l3 import L3Fabric
 from harness.procs import ProcessTracker, run
 from harness.traffic import FlowEndpoints, IperfDriver, listening_ports
-from tests.conftest import needs_root, stock_kernel_path
+from tests.conftest import EMULATION_RTT_SLACK_MS, FULL_EMULATION, needs_root, stock_kernel_path
 
 PAYLOAD_SHARE = 1448 / 1514
 
@@ -59,9 +59,22 @@ def ping_rtts(fabric, path: str, count: int = 60, interval: float = 0.05) -> lis
     return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]
 
 
+# 100 Mb/s, or 10 under full emulation (a TCG guest carried 55.9 Mb/s there).
+FULL_RATE_MBPS = 10 if FULL_EMULATION else 100
+
+
+def sysctl_int(fabric, host: str, name: str) -> int:
+    """A host's value; the root namespace's where the kernel keeps it there
+    only (net.core.rmem_max on Debian 12's 6.1)."""
+    seen = run(["sh", "-c", f"sysctl -n {name} 2>/dev/null || true"], 10,
+               ns_pid=fabric.pid(host)).stdout.strip()
+    return int(seen or run(["sysctl", "-n", name], 10).stdout)
+
+
 def within(measured: float, configured: float) -> bool:
-    """The issue's tolerance: 5 % or 1 ms, whichever is larger."""
-    return abs(measured - configured) <= max(0.05 * configured, 1.0)
+    """5 % or 1 ms, whichever is larger; under full emulation the emulator's
+    own share of a round trip on top (conftest.EMULATION_RTT_SLACK_MS)."""
+    return abs(measured - configured) <= max(0.05 * configured, 1.0) + EMULATION_RTT_SLACK_MS
 
 
 @needs_root
@@ -108,8 +121,13 @@ def test_random_loss_rate_on_the_wire(network, tmp_path):
         # With the default (about 200 datagrams) a receiver descheduled for a
         # fifth of a second counts its own overflow as loss: the likely cause
         # of 13.9 % measured once in a CI-style run (not reproduced).
-        run(["iperf3", "-u", "-c", dst, "-B", src, "-b", "8M", "-l", "1000", "-t", "4", "-w", "4M"],
-            timeout=30, ns_pid=fabric.pid("h1"))
+        # Within net.core.{r,w}mem_max, which iperf3 cannot exceed: stock
+        # kernels before they were per namespace keep the boot default (208 KB)
+        # unless someone raised it, and the test does not change host-wide settings.
+        limit = min(4 << 20, sysctl_int(fabric, "h2", "net.core.rmem_max"),
+                    sysctl_int(fabric, "h1", "net.core.wmem_max"))
+        run(["iperf3", "-u", "-c", dst, "-B", src, "-b", "8M", "-l", "1000", "-t", "4",
+             "-w", str(limit)], timeout=30, ns_pid=fabric.pid("h1"))
         assert not procs.wait([server], time.monotonic() + 10), "the UDP server did not finish"
     finally:
         procs.stop_all()
@@ -124,14 +142,15 @@ def test_random_loss_rate_on_the_wire(network, tmp_path):
 
 @needs_root
 def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake):
-    """One Reno flow through a 100 Mb/s link with 50 ms of one-way delay (RTT
+    """One Reno flow through a 100 Mb/s link (10 under full emulation) with 50 ms of one-way delay (RTT
     100 ms) and a bandwidth-delay product of buffer: at least 95 % of what
     the link can carry, once the flow is in its steady state. Reno grows its
     window by one packet per RTT after slow start, so on this long fat link
     it takes several seconds to get there (measured: 88 % of the rate in
     second 2, 95 % by second 9); the warm-up is 8 s."""
-    bdp_pkts = round(100e6 * 0.1 / (1514 * 8))
-    fabric = network(LinkParams(bw_mbps=100, queue_pkts=bdp_pkts, delay_ms=50),
+    rate = FULL_RATE_MBPS
+    bdp_pkts = round(rate * 1e6 * 0.1 / (1514 * 8))
+    fabric = network(LinkParams(bw_mbps=rate, queue_pkts=bdp_pkts, delay_ms=50),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=1))
     procs = ProcessTracker()
     src, dst = fabric.topo.path_addresses("wifi")
@@ -143,11 +162,11 @@ def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake)
             [outcome] = driver.run([flow], False, 6, tmp_path / f"try{attempt}", warmup_s=8)
             assert outcome.error is None, outcome.error
             best = max(best, outcome.goodput_mbps)
-            if best >= 0.95 * 100 * PAYLOAD_SHARE:
+            if best >= 0.95 * rate * PAYLOAD_SHARE:
                 break
     finally:
         procs.stop_all()
-    assert best >= 0.95 * 100 * PAYLOAD_SHARE, f"{best:.1f} Mb/s through 100 Mb/s, 50 ms"
+    assert best >= 0.95 * rate * PAYLOAD_SHARE, f"{best:.1f} Mb/s through {rate} Mb/s, 50 ms"
 
 
 @needs_root

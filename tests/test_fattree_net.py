@@ -10,7 +10,7 @@ from harness.config import LinkParams, SweepConfig
 from harness.procs import run
 from harness.sweep import Sweep
 from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat
-from tests.conftest import needs_root
+from tests.conftest import FULL_EMULATION, needs_root
 from workloads import Flow
 
 pytestmark = needs_root
@@ -18,10 +18,11 @@ pytestmark = needs_root
 SRC, DST = "h0_0_0", "h2_0_0"   # different pods: 4 equal-cost paths, one per core
 
 
-# On a kernel with the openvswitch module the openflow fabrics forward in
-# Open vSwitch's kernel datapath (`guest`: run in stock-kernel guests),
-# elsewhere in its userspace one.
-@pytest.fixture(scope="module", params=["l3", pytest.param("openflow", marks=pytest.mark.guest),
+# `guest`: all three also run in stock-kernel guests, where the openflow
+# fabrics forward in Open vSwitch's kernel datapath and, before 6.11, l3 has
+# no per-router hash seed (harness/fabric_l3.py).
+@pytest.fixture(scope="module", params=[pytest.param("l3", marks=pytest.mark.guest),
+                                        pytest.param("openflow", marks=pytest.mark.guest),
                                         pytest.param("openflow-reactive", marks=pytest.mark.guest)])
 def ft4(request, tmp_path_factory):
     cfg = SweepConfig(k=4, link=LinkParams(bw_mbps=10, queue_pkts=100), seed=1,
@@ -82,6 +83,12 @@ def test_one_subflow_is_plain_tcp(ft4, tmp_path):
     assert ft4.pm.connections() == []
 
 
+# Under full emulation a subflow whose first packets wait for the reactive
+# controller joins late and, in 3 s, carried under 5 % (73-80 KB on two
+# cores of 3.9 MB in a 6.1 guest): give every subflow time to take its share.
+SPREAD_SECONDS = 10 if FULL_EMULATION else 3
+
+
 def test_subflows_spread_over_the_core(ft4, tmp_path):
     """8 subflows between pods cross at least 3 of the 4 cores. The client's
     ephemeral ports are confined to 8 values so the outcome is repeatable:
@@ -90,7 +97,7 @@ def test_subflows_spread_over_the_core(ft4, tmp_path):
     run(["sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=20000 20007"], 5, ns_pid=pid)
     try:
         before = core_bytes(ft4)
-        _, out = transfer(ft4, 8, tmp_path, seconds=3)
+        _, out = transfer(ft4, 8, tmp_path, seconds=SPREAD_SECONDS)
         after = core_bytes(ft4)
     finally:
         run(["sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={EPHEMERAL_PORTS}"], 5, ns_pid=pid)
