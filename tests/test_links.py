@@ -30,11 +30,13 @@ class TwoHostsOneRouter(DCTopo):
             self.addLink(h, r, port1=0, port2=i, params1={"ip": f"10.9.0.{i + 2}/32"})
 
 
-# The link rate: 20 Mb/s, or 4 under full emulation (conftest.FULL_EMULATION:
-# a TCG guest carried 15.5 Mb/s through a 20 Mb/s netem link), and the
-# quarter of it the queue test slows the router's port to.
-RATE_MBPS = 4 if FULL_EMULATION else 20
-SLOW_MBPS = RATE_MBPS / 4
+# The link rate: 20 Mb/s, or 8 under full emulation (conftest.FULL_EMULATION:
+# a TCG guest carried 15.5 Mb/s through a 20 Mb/s netem link). The queue
+# test slows the router's port to 5 Mb/s either way: at 1 and 2 Mb/s a 6.12
+# guest's HTB above netem let 9.7 % more through (1.05 and 2.10 Mb/s of
+# goodput), also shaped anew; 6.1 held 1 Mb/s. Not understood (README).
+RATE_MBPS = 8 if FULL_EMULATION else 20
+SLOW_MBPS = 5
 # The queue's qdisc: a FIFO where the link has no delay or loss; netem, which
 # then also holds the queue, where it has. On kernels with netem the second
 # case is tested with 1 ms of delay, whose in-flight packets netem's limit
@@ -89,8 +91,7 @@ def test_rate_holds(pair, tmp_path, awake):
 
 
 def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
-    """Slow the router's port towards h1 to a quarter of the rate so the queue
-    builds there, then sample its backlog while TCP pushes into it."""
+    """Slow the router's port towards h1 to 5 Mb/s so the queue builds there, then sample its backlog while TCP pushes into it."""
     fabric, procs, queue_kind, queue_limit = pair
     run(["tc", "class", "change", "dev", "r0-eth1", "parent", "1:", "classid", "1:1", "htb",
          "rate", f"{SLOW_MBPS:g}mbit", "ceil", f"{SLOW_MBPS:g}mbit", "quantum", "1514"], 5,
@@ -106,7 +107,10 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     sampler.start()
     try:
         driver = IperfDriver(fabric, procs)
-        [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=4, logdir=tmp_path)
+        # 1 s of warm-up: the rate is the link's once TCP runs (a 6.12 guest
+        # lost the first SYN once: 0, 1.05, 1.05, 1.05 Mb/s, a mean of 0.73).
+        [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=4,
+                           logdir=tmp_path, warmup_s=1)
     finally:
         stop.set()
         sampler.join()
