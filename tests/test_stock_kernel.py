@@ -6,9 +6,7 @@ those paths are marked `guest` (test_links, test_delay, test_fattree_net,
 test_openflow_controller, and the ones here) and run in qemu guests booted
 with Debian's own kernels. Where the kernel has the kfunc (6.2 and later),
 test_coupled_cc.py's `ss -ti` test shows the algorithms on the subflows;
-where it lacks it, the test here shows the refusal and the fallback.
-
-
+where it lacks it, the test here shows the refusal and the fallback:
 
     sudo ./guest/run.sh debian12 -- ./run_tests.sh -m guest
 
@@ -24,20 +22,15 @@ import subprocess
 import pytest
 
 from harness.cli import config_from_args
-from tests.conftest import ROOT, needs_root
+from tests.conftest import ROOT, kernel_has, needs_root
 
 SCRIPT = str(ROOT / "run_mptcp.sh")
 IN_GUEST = os.environ.get("HARNESS_GUEST", "")
 KFUNC = "bpf_rdonly_cast"
 
 
-def kernel_has_kfunc() -> bool:
-    from base.platform import btf_has
-    return btf_has(KFUNC)
-
-
 @pytest.mark.guest
-@pytest.mark.skipif(kernel_has_kfunc(), reason=f"this kernel has {KFUNC}: the coupled "
+@pytest.mark.skipif(kernel_has("kfunc"), reason=f"this kernel has {KFUNC}: the coupled "
                     "algorithms load (tests/test_coupled_cc.py)")
 def test_without_the_kfunc_lia_is_refused_in_one_line_and_the_default_falls_back():
     cfg, _ = config_from_args(["4"])
