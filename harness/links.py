@@ -50,11 +50,15 @@ def rate_change(intf: str, bw_mbps: float) -> list[str]:
             "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM)]
 
 
+def netem_in_flight_pkts(link: LinkParams) -> int:
+    """MTU frames the link's delay (and jitter) holds at its rate."""
+    return math.ceil(link.bw_mbps * 1e6 * (link.delay_ms + link.jitter_ms) / 1000 / FRAME_BITS)
+
+
 def netem_args(link: LinkParams) -> str:
     """netem under the HTB class. Its limit counts the packets being delayed
     as well as those queued, so the delay line's share is added to the queue."""
-    in_flight = math.ceil(link.bw_mbps * 1e6 * (link.delay_ms + link.jitter_ms) / 1000 / FRAME_BITS)
-    args = f"netem limit {link.queue_pkts + in_flight}"
+    args = f"netem limit {link.queue_pkts + netem_in_flight_pkts(link)}"
     if link.delay_ms:
         args += f" delay {link.delay_ms:g}ms"
         if link.jitter_ms:

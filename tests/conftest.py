@@ -47,18 +47,18 @@ EMULATION_RTT_SLACK_MS = 2.0 if FULL_EMULATION else 0.0
 
 
 def kernel_has(feature: str) -> bool:
-    from base.platform import btf_has, module_available, openvswitch_kernel_datapath
-    return {"netem": lambda: module_available("sch_netem", "NET_SCH_NETEM"),
-            "ovs": openvswitch_kernel_datapath,
-            "kfunc": lambda: btf_has("bpf_rdonly_cast")}[feature]()
+    """The harness's own checks of what a stock kernel adds."""
+    from harness.config import coupled_cc_supported
+    from harness.links import netem_available
+    return {"netem": netem_available, "kfunc": coupled_cc_supported}[feature]()
 
 
 def stock_kernel_path(feature: str):
     """Marks for a test (or a parameter) of a path only stock kernels take:
     `guest`, and a skip that says where to run it on a kernel without it."""
+    from harness.config import COUPLED_CC_KFUNC
     why = {"netem": "this kernel has no sch_netem",
-           "ovs": "this kernel has no openvswitch module (kernel datapath)",
-           "kfunc": "this kernel lacks the bpf_rdonly_cast kfunc"}[feature]
+           "kfunc": f"this kernel lacks the {COUPLED_CC_KFUNC} kfunc"}[feature]
     return [pytest.mark.guest,
             pytest.mark.skipif(not kernel_has(feature),
                                reason=f"{why}: run it in a guest (guest/README.md)")]

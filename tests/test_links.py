@@ -2,7 +2,6 @@
 gets through a shaped link, and a queue that never holds more packets than
 configured (and does drop when full)."""
 import json
-import math
 import threading
 import time
 
@@ -11,6 +10,7 @@ import pytest
 from dctopo import DCTopo
 from harness.config import LinkParams
 from harness.fabric_l3 import L3Fabric
+from harness.links import netem_in_flight_pkts, rate_change
 from harness.procs import ProcessTracker, run
 from harness.traffic import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
@@ -40,12 +40,12 @@ SLOW_MBPS = 5
 # The queue's qdisc: a FIFO where the link has no delay or loss; netem, which
 # then also holds the queue, where it has. On kernels with netem the second
 # case is tested with 1 ms of delay, whose in-flight packets netem's limit
-# counts too (links.netem_args): ceil(rate * 1 ms / 1514 bytes).
+# counts too (links.netem_args).
 QUEUE_PKTS = 25
-NETEM_IN_FLIGHT = math.ceil(RATE_MBPS * 1e6 * 0.001 / (1514 * 8))
-LINKS = {"fifo": (LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS), "pfifo", QUEUE_PKTS),
-         "netem": (LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS, delay_ms=1), "netem",
-                   QUEUE_PKTS + NETEM_IN_FLIGHT)}
+FIFO_LINK = LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS)
+NETEM_LINK = LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS, delay_ms=1)
+LINKS = {"fifo": (FIFO_LINK, "pfifo", QUEUE_PKTS),
+         "netem": (NETEM_LINK, "netem", QUEUE_PKTS + netem_in_flight_pkts(NETEM_LINK))}
 
 
 @pytest.fixture(params=["fifo", pytest.param("netem", marks=stock_kernel_path("netem"))])
@@ -91,11 +91,10 @@ def test_rate_holds(pair, tmp_path, awake):
 
 
 def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
-    """Slow the router's port towards h1 to 5 Mb/s so the queue builds there, then sample its backlog while TCP pushes into it."""
+    """Slow the router's port towards h1 to 5 Mb/s so the queue builds there,
+    then sample its backlog while TCP pushes into it."""
     fabric, procs, queue_kind, queue_limit = pair
-    run(["tc", "class", "change", "dev", "r0-eth1", "parent", "1:", "classid", "1:1", "htb",
-         "rate", f"{SLOW_MBPS:g}mbit", "ceil", f"{SLOW_MBPS:g}mbit", "quantum", "1514"], 5,
-        ns_pid=fabric.pid("r0"))
+    run(["tc", *rate_change("r0-eth1", SLOW_MBPS)], 5, ns_pid=fabric.pid("r0"))
     backlog, stop = [], threading.Event()
 
     def sample():
