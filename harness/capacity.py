@@ -25,8 +25,8 @@ flag stays the final word.
 One noisy minute must not decide for good. The calibration waits for a quiet
 machine, measures CALIBRATION_REPEATS runs and takes their median, and is
 cached only if the machine was quiet before and during it (no foreign CPU
-load, no steal) and another repeat agrees with the median; otherwise it serves this invocation
-only. After every sweep, the runs like the calibration's (MPTCP-8, not
+load, no steal) and another repeat agrees with the median; otherwise it
+serves this invocation only. After every sweep, the runs like the calibration's (MPTCP-8, not
 saturated) add what they cost to the cache, whose cost is the median of the
 last few observations (`learn`). `--recalibrate` measures again.
 """
@@ -283,7 +283,7 @@ def calibrate(fabric: str, say=print) -> Calibration:
     stat_after = read_proc_stat()["cpu"]
     delta = [a - b for a, b in zip(stat_after[:8], stat_before[:8])]
     steal_during = 100.0 * delta[7] / (sum(delta) or 1)
-    good = sorted(c for c in costs if c)
+    measured = sorted(c for c in costs if c)
     reasons = []
     if before_busy > QUIET_BUSY_PCT:
         reasons.append(f"the machine was {before_busy:.0f} % busy before it")
@@ -291,21 +291,21 @@ def calibrate(fabric: str, say=print) -> Calibration:
         reasons.append(f"{idle_pct:.0f} % busy with the network idle")
     if max(before_steal, steal_during) > QUIET_STEAL_PCT:
         reasons.append(f"{max(before_steal, steal_during):.0f} % of the CPU stolen")
-    if not good:
+    if not measured:
         if not reasons:
             raise CalibrationError(f"calibration carried nothing measurable (runs: {runs})")
         reasons.append(f"no CPU above idle was left to measure, so it assumes "
                        f"{UNDER_LOAD_FALLBACK_COST} core-s per Gbit-hop")
-        good = [UNDER_LOAD_FALLBACK_COST]
-        costs = []
-    elif not median_is_seconded(good):
-        shown = ", ".join("nothing" if c is None else f"{c:.2f}" for c in costs)
-        reasons.append(f"its repeats disagree ({shown} core-s per Gbit-hop)")
-    cost = statistics.median(good)
+        cost = UNDER_LOAD_FALLBACK_COST
+    else:
+        if not median_is_seconded(measured):
+            shown = ", ".join("nothing" if c is None else f"{c:.2f}" for c in costs)
+            reasons.append(f"its repeats disagree ({shown} core-s per Gbit-hop)")
+        cost = statistics.median(measured)
     return Calibration(
         fabric=fabric, machine=machine(), core_s_per_gbit_hop=round(cost, 4),
         idle_pct=round(idle_pct, 1), under_load="; ".join(reasons),
-        observations=tuple(round(c, 4) for c in sorted(c for c in costs if c)),
+        observations=tuple(round(c, 4) for c in measured),
         measured={"bw_mbps": CALIBRATION_BW_MBPS, "topology": "ft4", "workload": "one_to_one",
                   "subflows": 8, "time_s": CALIBRATION_TIME_S, "repeats": runs,
                   "busy_before_pct": round(before_busy, 1), "steal_pct": round(steal_during, 1),

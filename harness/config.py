@@ -56,6 +56,11 @@ def default_cc() -> tuple[str, str]:
                     f"{COUPLED_CC_KFUNC} kfunc (Linux 6.2 or later) that lia, olia and ewtcp need")
 
 
+def machine_cc() -> str:
+    """The configs' default: lia, or reno where the kernel lacks the kfunc."""
+    return default_cc()[0]
+
+
 def check_cc(cc: str, flag: str = "--cc") -> None:
     if cc not in CONGESTION_CONTROLS:
         raise ConfigError(f"unknown congestion control {cc!r}: choose one of "
@@ -208,7 +213,7 @@ class SweepConfig:
     time_s: float = 40.0
     seed: int = 0
     fabric: str = "l3"
-    cc: str = field(default_factory=lambda: default_cc()[0])   # lia, or reno without the kfunc
+    cc: str = field(default_factory=machine_cc)
     results: Path = Path("results")
     warmup_s: float | None = None     # None: default_warmup_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
@@ -295,7 +300,7 @@ class Wifi3GConfig:
     samples: int = 10                       # one-second goodput samples per point
     warmup_s: float = 10.0
     seed: int = 0
-    cc: str = field(default_factory=lambda: default_cc()[0])   # lia, or reno without the kfunc
+    cc: str = field(default_factory=machine_cc)
     results: Path = Path("results")
     wifi: LinkParams = WIFI
     cell: LinkParams = CELL
@@ -387,7 +392,7 @@ class DhftConfig:
     warmup_s: float | None = None              # None: default_warmup_s(link rate)
     seed: int = 0
     fabric: str = "l3"
-    cc: str = field(default_factory=lambda: default_cc()[0])   # lia, or reno without the kfunc
+    cc: str = field(default_factory=machine_cc)
     results: Path = Path("results")
 
     @property

@@ -24,6 +24,7 @@ loopback and neighbours reach it with `via <id> dev <port> onlink`.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import deque
 
@@ -44,15 +45,20 @@ class L3Fabric(Fabric):
     name = "l3"
     _next_hops: dict | None = None
 
+    @functools.cached_property
+    def seeded_hash(self) -> bool:
+        """Whether routers can have a hash seed each (asked once per fabric)."""
+        return sysctl_exists("net.ipv4.fib_multipath_hash_seed")
+
     @property
     def ecmp_hash(self) -> str:
-        if sysctl_exists("net.ipv4.fib_multipath_hash_seed"):
+        if self.seeded_hash:
             return "5-tuple, a seed per router (fib_multipath_hash_seed)"
         return ("5-tuple, other header fields per tier: this kernel has no "
                 "fib_multipath_hash_seed (Linux 6.11 or later)")
 
     def hash_sysctls(self, switch: str) -> dict[str, str]:
-        if sysctl_exists("net.ipv4.fib_multipath_hash_seed"):
+        if self.seeded_hash:
             return {"net.ipv4.fib_multipath_hash_fields": HASH_FIELDS_5TUPLE,
                     "net.ipv4.fib_multipath_hash_seed": str(self.hash_seed(switch))}
         fields = HASH_FIELDS_BY_ROLE.get(self.topo.role(switch), HASH_FIELDS_OTHER)
