@@ -60,7 +60,7 @@ RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max
                     "net.mptcp.pm_type", "net.mptcp.enabled")
 
 
-def read_sysctls(ns_pid: int, names=RECORDED_SYSCTLS) -> dict[str, str]:
+def read_sysctls(ns_pid: int | None, names=RECORDED_SYSCTLS) -> dict[str, str]:
     """Values as seen inside a namespace. /proc/sys/net resolves through the
     reading process's namespace, so the read runs inside it. One a namespace
     does not have reads "absent" (Debian 12's 6.1 shows net.core.rmem_max

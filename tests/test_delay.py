@@ -23,6 +23,7 @@ from harness.fabric import wait_until
 from harness.fabric_l3 import L3Fabric
 from harness.procs import ProcessTracker, run
 from harness.traffic import FlowEndpoints, IperfDriver, listening_ports
+from kernel.transport import read_sysctls
 from tests.conftest import EMULATION_RTT_SLACK_MS, FULL_EMULATION, needs_root, stock_kernel_path
 
 PAYLOAD_SHARE = 1448 / 1514
@@ -66,9 +67,8 @@ FULL_RATE_MBPS = 10 if FULL_EMULATION else 100
 def sysctl_int(fabric, host: str, name: str) -> int:
     """A host's value; the root namespace's where the kernel keeps it there
     only (net.core.rmem_max on Debian 12's 6.1)."""
-    seen = run(["sh", "-c", f"sysctl -n {name} 2>/dev/null || true"], 10,
-               ns_pid=fabric.pid(host)).stdout.strip()
-    return int(seen or run(["sysctl", "-n", name], 10).stdout)
+    value = read_sysctls(fabric.pid(host), (name,))[name]
+    return int(value if value != "absent" else read_sysctls(None, (name,))[name])
 
 
 def within(measured: float, configured: float) -> bool:
