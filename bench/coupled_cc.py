@@ -47,7 +47,7 @@ def main() -> int:
                               link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), cc=cc,
                               results=args.results / f"{cc}-seed{seed}")
             print(f"--- {cc}, seed {seed}: FatTree({args.k}) one_to_one MPTCP-{args.subflows}, "
-                  f"{cfg.warmup:g} + {cfg.time_s:g} s, results in {cfg.results}", flush=True)
+                  f"{cfg.warmup:g} + {cfg.counted:g} s, results in {cfg.results}", flush=True)
             for path in Sweep(cfg, say=lambda m: print(f"    {m}", flush=True)).run():
                 recs.append(json.loads((path / "run.json").read_text()))
         rows[cc] = recs

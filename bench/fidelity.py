@@ -2,7 +2,7 @@
 """Fidelity benchmark: does the FatTree figure match the paper, run after run?
 
     sudo .venv/bin/python bench/fidelity.py [--k 4,6] [--judge 8] [--seeds 0,1,2]
-        [--subflows 1-8] [--time 40] [--bw 10] [--fabric l3] [--cc reno] [--results DIR]
+        [--subflows 1-8] [--time SECONDS] [--bw 10] [--fabric l3] [--cc reno] [--results DIR]
 
 For every k: the capacity guard's verdict at --bw; where the guard refuses,
 the benchmark runs at the rate it suggests and says so. Each seed is one sweep
@@ -49,7 +49,8 @@ def main() -> int:
     ap.add_argument("--judge", type=ints, default=[8], help="k values to judge only")
     ap.add_argument("--seeds", type=ints, default=[0, 1, 2])
     ap.add_argument("--subflows", default="1-8")
-    ap.add_argument("--time", type=float, default=40.0)
+    ap.add_argument("--time", type=float, default=None,
+                    help="seconds counted per run (default: the sweep's, scaled to the link rate)")
     ap.add_argument("--bw", type=float, default=10.0)
     ap.add_argument("--fabric", default="l3")
     ap.add_argument("--cc", default="reno")
@@ -76,7 +77,7 @@ def main() -> int:
         for seed in args.seeds:
             scfg = cfg.replace(seed=seed, results=args.results / f"ft{k}-{cfg.link.bw_mbps:g}mbps-seed{seed}")
             print(f"--- FatTree({k}) seed {seed}: {len(subflows)} runs of {scfg.warmup:g} + "
-                  f"{scfg.time_s:g} s at {scfg.link.bw_mbps:g} Mb/s, results in {scfg.results}", flush=True)
+                  f"{scfg.counted:g} s at {scfg.link.bw_mbps:g} Mb/s, results in {scfg.results}", flush=True)
             sweep = Sweep(scfg, say=lambda m: print(f"    {m}", flush=True), capacity=verdict)
             for path in sweep.run():
                 rec = json.loads((path / "run.json").read_text())
@@ -88,7 +89,7 @@ def main() -> int:
 
 def report(k: int, cfg: SweepConfig, runs: dict[int, list[dict]], sweeps) -> None:
     print(f"\n=== FatTree({k}) one_to_one, {cfg.link.bw_mbps:g} Mb/s, {cfg.link.queue_pkts}-packet "
-          f"queues, {cfg.warmup:g} s warm-up + {cfg.time_s:g} s, cc {cfg.cc}, fabric {cfg.fabric}, "
+          f"queues, {cfg.warmup:g} s warm-up + {cfg.counted:g} s, cc {cfg.cc}, fabric {cfg.fabric}, "
           f"{len(sweeps)} seeds ===")
     print(f"{'subflows':>8} {'mean %':>7} {'p10 %':>6} {'min %':>6} {'cpu %':>6}  per-seed means   flags")
     means = {}

@@ -65,8 +65,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
     p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
-    p.add_argument("--time", type=finite, default=40.0,
-                   help="seconds of traffic counted per run, after the warm-up (40)")
+    p.add_argument("--time", type=finite, default=None,
+                   help="seconds of traffic counted per run, after the warm-up "
+                        "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)")
     p.add_argument("--warmup", type=finite, default=None,
                    help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
     p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
@@ -373,6 +374,8 @@ def _notes(cfg, args) -> list[str]:
         notes.append(f"fabric: {cfg.fabric_note}")
     if getattr(cfg, "cc_note", ""):
         notes.append(f"cc: {cfg.cc_note}")
+    if getattr(cfg, "length_note", ""):
+        notes.append(cfg.length_note)
     return [n for n in notes if n]
 
 

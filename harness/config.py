@@ -35,6 +35,21 @@ def default_warmup_s(bw_mbps: float) -> float:
     return round(min(WARMUP_MAX_S, max(WARMUP_MIN_S, WARMUP_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
 
 
+# The FatTree sweep's counted window, in round trips rather than seconds.
+# Queues are set in packets, so a round trip through full queues lasts 10/bw
+# times as long as at 10 Mb/s (a 100-packet queue drains in 0.12 s at
+# 10 Mb/s, 1.2 s at 1 Mb/s): below 10 Mb/s the window grows by 10/bw to hold
+# as many round trips as 40 s do at 10 Mb/s, up to RUN_MAX_S (3 times, so a
+# 9-run sweep at 1 Mb/s stays within about 25 minutes). Above 10 Mb/s it stays
+# 40 s: more round trips, and per-second samples enough for a p10.
+RUN_S_AT_10MBPS = 40.0
+RUN_MAX_S = 120.0
+
+
+def default_run_s(bw_mbps: float) -> float:
+    return round(min(RUN_MAX_S, max(RUN_S_AT_10MBPS, RUN_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
+
+
 
 
 # The coupled algorithms find a subflow's MPTCP connection with this kfunc
@@ -210,7 +225,7 @@ class SweepConfig:
     workloads: tuple[str, ...] = ("one_to_one",)
     subflows: tuple[int, ...] = tuple(range(1, MAX_SUBFLOWS + 1))
     link: LinkParams = field(default_factory=LinkParams)
-    time_s: float = 40.0
+    time_s: float | None = None       # None: default_run_s(link rate)
     seed: int = 0
     fabric: str = "l3"
     cc: str = field(default_factory=machine_cc)
@@ -226,6 +241,23 @@ class SweepConfig:
     def warmup(self) -> float:
         return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
 
+    @property
+    def counted(self) -> float:
+        """Seconds of traffic counted per run, after the warm-up."""
+        return default_run_s(self.link.bw_mbps) if self.time_s is None else self.time_s
+
+    @property
+    def length_note(self) -> str:
+        """What the run lengths are and why, where a default chose them."""
+        if self.time_s is not None and self.warmup_s is not None:
+            return ""
+        drain_ms = self.link.queue_pkts * 1514 * 8 / (self.link.bw_mbps * 1e3)
+        return (f"run length: {self.counted:g} s counted after {self.warmup:g} s warm-up, "
+                f"scaled to the link rate to hold about as many round trips as at 10 Mb/s "
+                f"({RUN_S_AT_10MBPS:g} s after {WARMUP_S_AT_10MBPS:g} s, times 10/bw, capped at "
+                f"{RUN_MAX_S:g} s and {WARMUP_MAX_S:g} s); a full {self.link.queue_pkts}-packet "
+                f"queue drains in {drain_ms:.0f} ms here")
+
     def validate(self) -> None:
         if self.k < 4 or self.k % 2:
             raise ConfigError(f"k={self.k}: the FatTree arity must be an even number >= 4")
@@ -240,14 +272,14 @@ class SweepConfig:
             if not 1 <= n <= MAX_SUBFLOWS:
                 raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
                                   f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
+        check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, self.seed)
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
                               "sampling period must be within 0.1..60 s")
         self.link.validate()
 
     def runs(self) -> list[RunConfig]:
-        return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.time_s,
+        return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.counted,
                           seed=self.seed, fabric=self.fabric, cc=self.cc,
                           warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
                           fabric_note=self.fabric_note, cc_note=self.cc_note)

@@ -138,7 +138,7 @@ class Sweep:
         hosts = self.fabric.hosts()
         attainable = self.cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         attempts = []
-        seconds = min(BASELINE_S, self.cfg.time_s)
+        seconds = min(BASELINE_S, self.cfg.counted)
         for _ in range(BASELINE_ATTEMPTS):
             flow = self.driver.endpoints([Flow(hosts[0], hosts[-1])])
             logdir = ensure_dir(self.cfg.results / self.topology_name) / f".baseline-{os.getpid()}"

@@ -115,6 +115,22 @@ def test_defaults_and_lists():
         config_from_args(["4", "--subflows", "a"])
 
 
+@pytest.mark.parametrize("bw, counted, warmup", [
+    (10, 40, 5), (100, 40, 2), (5, 80, 10), (4, 100, 12.5), (2, 120, 20), (1, 120, 20)])
+def test_run_length_scales_with_round_trips_below_10mbps(bw, counted, warmup):
+    """Queues are in packets, so a round trip lasts 10/bw times as long as at
+    10 Mb/s: the default window and warm-up grow by that, up to their caps,
+    and the run says so; given lengths are kept as given."""
+    cfg, args = config_from_args(["4", "--bw", str(bw)])
+    assert (cfg.counted, cfg.warmup) == (counted, warmup)
+    assert {rc.time_s for rc in cfg.runs()} == {counted}
+    [note] = [n for n in cli._notes(cfg, args) if n.startswith("run length")]
+    assert f"{counted:g} s counted after {warmup:g} s warm-up" in note
+    cfg, args = config_from_args(["4", "--bw", str(bw), "--time", "7", "--warmup", "3"])
+    assert (cfg.counted, cfg.warmup) == (7, 3)
+    assert not [n for n in cli._notes(cfg, args) if n.startswith("run length")]
+
+
 @pytest.mark.parametrize("ovs_module", [True, False])
 def test_default_fabric_is_l3_until_openflow_is_shown_to_match_it(monkeypatch, ovs_module):
     """The rule, on any machine: l3 by default, and the note says why."""
