@@ -191,6 +191,11 @@ def _busy_share(before: list[int], after: list[int]) -> tuple[float, float, floa
             100.0 * (delta[2] + delta[5]) / total, 100.0 * delta[6] / total)
 
 
+def busy_pct(before: dict[str, list[int]], after: dict[str, list[int]]) -> float:
+    """The whole machine's busy % between two read_proc_stat() snapshots."""
+    return round(_busy_share(before["cpu"], after["cpu"])[0], 1)
+
+
 @dataclass
 class CpuMonitor(_Sampler):
     """The whole machine's CPU: one /proc/stat read per interval."""
@@ -1074,6 +1079,11 @@ class Monitors:
                 m.stop()
             raise
         self._started = t0
+
+    @property
+    def started_at(self) -> float | None:
+        """time.monotonic() at start(): every monitor's `t` counts from it."""
+        return self._started
 
     def stop(self) -> None:
         """Stop every monitor and close its sockets (safe to call twice)."""

@@ -22,10 +22,11 @@ from harness.config import RunConfig, SweepConfig
 from harness.fabric import Fabric
 from harness.network import Network
 from harness.results import RunStage, ensure_dir, give_to_invoking_user
+from harness.startup import ClientStart, startup_record
 from harness.traffic import FlowEndpoints, FlowOutcome, TrafficError
 from kernel import transport
-from kernel.mptcp_pm import UserspacePM
-from monitor import CpuMonitor, Monitors
+from kernel.mptcp_pm import Connection, UserspacePM
+from monitor import CpuMonitor, Monitors, busy_pct, read_proc_stat
 from workloads import Flow, TrafficMatrix, load_or_make
 
 SCHEMA = 1
@@ -181,13 +182,19 @@ class Sweep:
             repairs_before = self.net.coupled_cc.window_repairs()
             monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
             monitors.watch(flows, subflows=rc.subflows)
+            clients = {}
+            def clients_starting():
+                clients["first"], clients["stat"] = time.monotonic(), read_proc_stat()
             def traffic_started():
+                clients["last"] = time.monotonic()
+                clients["busy"] = busy_pct(clients["stat"], read_proc_stat())
                 monitors.start()
                 if self.during_runs:
                     self.during_runs.start()
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
-                                           on_started=traffic_started, warmup_s=rc.warmup_s)
+                                           on_started=traffic_started, warmup_s=rc.warmup_s,
+                                           on_starting=clients_starting)
             finally:
                 monitors.stop()
                 event = self.during_runs.stop() if self.during_runs else None
@@ -197,6 +204,10 @@ class Sweep:
                 deltas[WINDOW_REPAIRS] = repairs_after - repairs_before
             monitors.write(stage.path)
             record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
+            record["startup"] = startup_record(
+                ClientStart(clients["first"], clients["last"], clients["busy"]),
+                client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
+                monitors.cpu.samples, monitors.started_at)
             record["monitors"] = monitors.summary(from_s=rc.warmup_s)
             if event is not None:
                 record["event"] = event
@@ -281,11 +292,19 @@ def mptcp_counters(fabric: Fabric) -> dict[str, int]:
     return total
 
 
+def flow_key(f: FlowEndpoints) -> tuple:
+    return (f.src_ip, f.client_port, f.dst_ip, f.server_port)
+
+
+def client_connections(pm: UserspacePM) -> dict[tuple, Connection]:
+    """The path manager's client-side data connections, keyed like flow_key."""
+    return {(c.saddr, c.sport, c.daddr, c.dport): c for c in pm.connections() if not c.server_side}
+
+
 def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:
     """Subflows the kernel reported per client-side data connection, keyed
     by (src ip, client port, dst ip, server port)."""
-    return {(c.saddr, c.sport, c.daddr, c.dport): c.subflows_established
-            for c in pm.connections() if not c.server_side}
+    return {key: c.subflows_established for key, c in client_connections(pm).items()}
 
 
 def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,

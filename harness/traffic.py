@@ -144,9 +144,10 @@ class IperfDriver:
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,
-            bind_servers: bool = True) -> list[FlowOutcome]:
-        """Send every flow for warmup_s + time_s seconds; `on_started` is
-        called when the clients are started (monitors start there).
+            bind_servers: bool = True, on_starting=None) -> list[FlowOutcome]:
+        """Send every flow for warmup_s + time_s seconds; `on_starting` is
+        called once the servers listen, just before the first client starts,
+        and `on_started` when the clients are started (monitors start there).
         `bind_servers=False` has each server listen on all of its host's
         addresses: subflows that join on another address need that."""
         total_s = warmup_s + time_s
@@ -160,6 +161,8 @@ class IperfDriver:
             ns_pid=self.fabric.pid(f.dst)) for f in flows]
         try:
             self._wait_listening(flows)
+            if on_starting:
+                on_starting()
             clients = [self.procs.spawn(
                 f"iperf3 client {f.src}->{f.dst}",
                 [*wrap, "iperf3", "-c", f.dst_ip, "-p", str(f.server_port),

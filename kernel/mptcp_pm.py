@@ -51,6 +51,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 
 from kernel import netlink as nl
@@ -147,6 +148,11 @@ class Connection:
     create_errors: list[str] = field(default_factory=list)
     closed: bool = False
     creates_sent: int = 0     # SUBFLOW_CREATE commands issued for this connection
+    # time.monotonic() when this path manager handled the connection's
+    # ESTABLISHED and its latest SUB_ESTABLISHED: when the harness learnt of
+    # them, which on a busy machine can be later than the kernel's moment.
+    established_at: float | None = None
+    last_subflow_at: float | None = None
 
 
 class _NsSocket:
@@ -415,14 +421,19 @@ class UserspacePM:
             return  # listener events carry no token
         token = _u(attrs[MPTCP_ATTR_TOKEN])
         creates: list[tuple[bytes, int]] = []
+        now = time.monotonic()
         with self._lock:
             if event in (MPTCP_EVENT_CREATED, MPTCP_EVENT_ESTABLISHED):
                 rec = self._record(ns.name, token)
                 self._fill_addresses(rec, attrs)
-                if event == MPTCP_EVENT_ESTABLISHED and not rec.server_side:
-                    creates = self._plan_expansion(ns, rec)
+                if event == MPTCP_EVENT_ESTABLISHED:
+                    rec.established_at = now
+                    if not rec.server_side:
+                        creates = self._plan_expansion(ns, rec)
             elif event == MPTCP_EVENT_SUB_ESTABLISHED:
-                self._record(ns.name, token).subflows_established += 1
+                rec = self._record(ns.name, token)
+                rec.subflows_established += 1
+                rec.last_subflow_at = now
             elif event == MPTCP_EVENT_SUB_CLOSED:
                 self._record(ns.name, token).subflows_closed += 1
             elif event == MPTCP_EVENT_CLOSED:

@@ -42,6 +42,18 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
             assert FLOW_FIELDS <= f.keys()
             assert f["goodput_mbps"] > 0
             assert f["subflows_established"] == n
+        # The start-up, from the path manager's events: every connection and
+        # all its subflows, within the run (TCP runs have no such events).
+        start = rec["startup"]
+        assert start["clients"] == 16 and start["clients_started_s"] >= 0
+        if n == 1:
+            assert start["established"] is None and start["complete_s"] is None
+        else:
+            assert start["established"] == 16, start
+            assert 0 <= start["first_established_s"] <= start["last_established_s"], start
+            assert start["last_established_s"] <= start["complete_s"], start
+            assert start["complete_s"] < rec["config"]["warmup_s"] + rec["config"]["time_s"], start
+            assert start["cpu_until_complete_pct"] is not None, start
     # The paper's claim, on runs that are valid.
     tcp, mptcp8 = (json.loads((tmp_path / "ft4/one_to_one" / f"flows{n}/run.json").read_text())
                    for n in (1, 8))

@@ -1,0 +1,47 @@
+"""harness.startup: what a run's start-up record says, from path-manager
+records and CPU samples (the end-to-end numbers are checked in test_sweep)."""
+from harness.startup import ClientStart, startup_record
+from kernel.mptcp_pm import Connection
+from monitor import CpuSample
+
+KEYS = [("10.0.0.2", 40000, "10.1.0.2", 5201), ("10.0.0.3", 40000, "10.1.0.3", 5201)]
+
+
+def conn(established_at, last_subflow_at, subflows):
+    return Connection(ns="h", token=1, established_at=established_at,
+                      last_subflow_at=last_subflow_at, subflows_established=subflows)
+
+
+def samples(*busy):
+    return [CpuSample(t=i + 1.0, cores_busy_pct=[b, b], user_pct=0, system_pct=0, softirq_pct=0)
+            for i, b in enumerate(busy)]
+
+
+START = ClientStart(first_s=100.0, last_s=100.5, cpu_busy_pct=90.0)
+
+
+def test_complete_when_every_connection_has_all_its_subflows():
+    conns = {KEYS[0]: conn(100.2, 101.5, 4), KEYS[1]: conn(100.8, 102.2, 4)}
+    rec = startup_record(START, conns, KEYS, 4, samples(95, 80, 40, 30), monitor_t0=100.5)
+    assert rec["clients"] == 2 and rec["clients_started_s"] == 0.5
+    assert rec["established"] == 2
+    assert (rec["first_established_s"], rec["last_established_s"]) == (0.2, 0.8)
+    assert rec["last_subflow_s"] == rec["complete_s"] == 2.2
+    # Samples at 101.5 and 102.5 cover up to 102.2; the one at 103.5 does not.
+    assert rec["cpu_until_complete_pct"] == 87.5
+
+
+def test_a_missing_subflow_or_connection_leaves_it_incomplete():
+    short = {KEYS[0]: conn(100.2, 101.5, 4), KEYS[1]: conn(100.8, 101.0, 3)}
+    rec = startup_record(START, short, KEYS, 4, samples(95), monitor_t0=100.5)
+    assert rec["complete_s"] is None and rec["cpu_until_complete_pct"] is None
+    assert rec["last_subflow_s"] == 1.5
+    missing = {KEYS[0]: conn(100.2, 101.5, 4)}
+    rec = startup_record(START, missing, KEYS, 4, samples(95), monitor_t0=100.5)
+    assert rec["established"] == 1 and rec["complete_s"] is None
+
+
+def test_tcp_runs_have_no_connection_times():
+    rec = startup_record(START, {}, KEYS, 1, samples(50), monitor_t0=100.5)
+    assert rec["clients"] == 2 and rec["cpu_while_starting_clients_pct"] == 90.0
+    assert rec["established"] is None and rec["complete_s"] is None
