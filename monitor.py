@@ -191,11 +191,6 @@ def _busy_share(before: list[int], after: list[int]) -> tuple[float, float, floa
             100.0 * (delta[2] + delta[5]) / total, 100.0 * delta[6] / total)
 
 
-def busy_pct(before: dict[str, list[int]], after: dict[str, list[int]]) -> float:
-    """The whole machine's busy % between two read_proc_stat() snapshots."""
-    return round(_busy_share(before["cpu"], after["cpu"])[0], 1)
-
-
 @dataclass
 class CpuMonitor(_Sampler):
     """The whole machine's CPU: one /proc/stat read per interval."""

@@ -10,37 +10,66 @@ Times come from the path manager's events (kernel.mptcp_pm.Connection:
 established_at, last_subflow_at) as the harness handled them, so on a busy
 machine they can be later than the kernel's own moment. Plain TCP runs have
 no path-manager events: their connection times are None.
+
+`phases` splits the start by marks (PhaseClock): reconfiguring the hosts for
+the run, the harness's own bookkeeping (counters, monitors), starting the
+servers until they listen, starting the clients; then connect_and_join, from
+the last client's start until every subflow joined (from CPU samples).
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
+from monitor import read_proc_stat
 
-@dataclass(frozen=True)
-class ClientStart:
-    """When the harness started the clients (time.monotonic()), and the
-    machine's CPU while it did (% of all cores, from /proc/stat)."""
-    first_s: float
-    last_s: float
-    cpu_busy_pct: float | None
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")   # /proc/stat counts in these
 
 
-def startup_record(start: ClientStart, connections: dict[tuple, object], flow_keys: list[tuple],
+class PhaseClock:
+    """Wall time and machine CPU (core-seconds, from /proc/stat) between
+    named marks: where the start of a run spends the machine. mark("a") ...
+    mark("b") makes a phase "b" from the previous mark to this one."""
+
+    def __init__(self) -> None:
+        self._marks: list[tuple[str, float, list[int]]] = []
+
+    def mark(self, name: str) -> None:
+        self._marks.append((name, time.monotonic(), read_proc_stat()["cpu"]))
+
+    def at(self, name: str) -> float:
+        """time.monotonic() of the mark `name`."""
+        return next(t for n, t, _ in self._marks if n == name)
+
+    def phases(self) -> dict[str, dict]:
+        out = {}
+        for (_, t0, c0), (name, t1, c1) in zip(self._marks, self._marks[1:]):
+            delta = [b - a for a, b in zip(c0[:8], c1[:8])]
+            busy = sum(delta) - delta[3] - delta[4]       # all but idle and iowait
+            out[name] = {"wall_s": round(t1 - t0, 3), "cpu_core_s": round(busy / _CLOCK_TICKS, 2)}
+        return out
+
+
+def startup_record(clock: PhaseClock, connections: dict[tuple, object], flow_keys: list[tuple],
                    subflows: int, cpu_samples: list, monitor_t0: float) -> dict:
-    """The run's `startup` object.
-
+    """The run's `startup` object. `clock` was marked "start_servers" just
+    before the first client started and "start_clients" once all had;
     `connections`: the path manager's client-side records keyed like
     `flow_keys` (src ip, client port, dst ip, server port); `cpu_samples`:
     monitor.CpuSample list whose `t` counts from `monitor_t0`."""
-    def since(t: float | None) -> float | None:
-        return None if t is None else round(t - start.first_s, 3)
+    first = clock.at("start_servers")
 
+    def since(t: float | None) -> float | None:
+        return None if t is None else round(t - first, 3)
+
+    phases = clock.phases()
     record = {
         "clients": len(flow_keys),
-        "clients_started_s": round(start.last_s - start.first_s, 3),
-        "cpu_while_starting_clients_pct": start.cpu_busy_pct,
+        "clients_started_s": phases["start_clients"]["wall_s"],
         "established": None, "first_established_s": None, "last_established_s": None,
         "last_subflow_s": None, "complete_s": None, "cpu_until_complete_pct": None,
+        "phases": phases,
     }
     if subflows <= 1:
         return record
@@ -53,15 +82,22 @@ def startup_record(start: ClientStart, connections: dict[tuple, object], flow_ke
                   last_subflow_s=since(max(joined, default=None)))
     complete = all(c is not None and c.established_at is not None
                    and c.subflows_established >= subflows for c in seen)
-    if complete and seen:
-        done_at = max(max(established), max(joined, default=start.first_s))
-        record["complete_s"] = since(done_at)
-        # The samples that cover the start-up: up to the first one taken after it.
-        covering = []
-        for s in cpu_samples:
-            covering.append(s.busy_pct)
-            if monitor_t0 + s.t >= done_at:
-                break
-        if covering:
-            record["cpu_until_complete_pct"] = round(sum(covering) / len(covering), 1)
+    if not (complete and seen):
+        return record
+    done_at = max(max(established), max(joined, default=first))
+    record["complete_s"] = since(done_at)
+    # The CPU samples that cover the start-up: up to the first one taken after it.
+    covering = []
+    for s in cpu_samples:
+        covering.append(s)
+        if monitor_t0 + s.t >= done_at:
+            break
+    if covering:
+        pct = sum(s.busy_pct for s in covering) / len(covering)
+        record["cpu_until_complete_pct"] = round(pct, 1)
+        # From the samples, not /proc/stat marks: the moment is known only afterwards.
+        cores = len(covering[0].cores_busy_pct)
+        wall = max(0.0, done_at - clock.at("start_clients"))
+        phases["connect_and_join"] = {"wall_s": round(wall, 3),
+                                      "cpu_core_s": round(pct / 100 * cores * wall, 2)}
     return record

@@ -22,11 +22,11 @@ from harness.config import RunConfig, SweepConfig
 from harness.fabric import Fabric
 from harness.network import Network
 from harness.results import RunStage, ensure_dir, give_to_invoking_user
-from harness.startup import ClientStart, startup_record
+from harness.startup import PhaseClock, startup_record
 from harness.traffic import FlowEndpoints, FlowOutcome, TrafficError
 from kernel import transport
 from kernel.mptcp_pm import Connection, UserspacePM
-from monitor import CpuMonitor, Monitors, busy_pct, read_proc_stat
+from monitor import CpuMonitor, Monitors
 from workloads import Flow, TrafficMatrix, load_or_make
 
 SCHEMA = 1
@@ -173,8 +173,11 @@ class Sweep:
         give_to_invoking_user(workload_dir / "matrix.json")
         flows = self.driver.endpoints(list(matrix.flows))
         mptcp = rc.subflows > 1
+        clock = PhaseClock()
+        clock.mark("begin")
         self.fabric.prepare_run(say=self.say)
         self.arm_path_manager(flows, rc.subflows)
+        clock.mark("reconfigure_hosts")
 
         with RunStage(rc.run_dir(self.cfg.results)) as stage:
             started_at = time.time()
@@ -182,19 +185,16 @@ class Sweep:
             repairs_before = self.net.coupled_cc.window_repairs()
             monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
             monitors.watch(flows, subflows=rc.subflows)
-            clients = {}
-            def clients_starting():
-                clients["first"], clients["stat"] = time.monotonic(), read_proc_stat()
+            clock.mark("bookkeeping")
             def traffic_started():
-                clients["last"] = time.monotonic()
-                clients["busy"] = busy_pct(clients["stat"], read_proc_stat())
+                clock.mark("start_clients")
                 monitors.start()
                 if self.during_runs:
                     self.during_runs.start()
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
                                            on_started=traffic_started, warmup_s=rc.warmup_s,
-                                           on_starting=clients_starting)
+                                           on_starting=lambda: clock.mark("start_servers"))
             finally:
                 monitors.stop()
                 event = self.during_runs.stop() if self.during_runs else None
@@ -205,8 +205,7 @@ class Sweep:
             monitors.write(stage.path)
             record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
             record["startup"] = startup_record(
-                ClientStart(clients["first"], clients["last"], clients["busy"]),
-                client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
+                clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
                 monitors.cpu.samples, monitors.started_at)
             record["monitors"] = monitors.summary(from_s=rc.warmup_s)
             if event is not None:

@@ -1,6 +1,8 @@
 """harness.startup: what a run's start-up record says, from path-manager
 records and CPU samples (the end-to-end numbers are checked in test_sweep)."""
-from harness.startup import ClientStart, startup_record
+import time
+
+from harness.startup import PhaseClock, startup_record
 from kernel.mptcp_pm import Connection
 from monitor import CpuSample
 
@@ -17,7 +19,18 @@ def samples(*busy):
             for i, b in enumerate(busy)]
 
 
-START = ClientStart(first_s=100.0, last_s=100.5, cpu_busy_pct=90.0)
+class Marks:
+    """A PhaseClock's answers for marks at fixed times."""
+    at_s = {"start_servers": 100.0, "start_clients": 100.5}
+
+    def at(self, name):
+        return self.at_s[name]
+
+    def phases(self):
+        return {"start_clients": {"wall_s": 0.5, "cpu_core_s": 0.9}}
+
+
+START = Marks()
 
 
 def test_complete_when_every_connection_has_all_its_subflows():
@@ -29,6 +42,8 @@ def test_complete_when_every_connection_has_all_its_subflows():
     assert rec["last_subflow_s"] == rec["complete_s"] == 2.2
     # Samples at 101.5 and 102.5 cover up to 102.2; the one at 103.5 does not.
     assert rec["cpu_until_complete_pct"] == 87.5
+    # From the last client's start (100.5) to 102.2, at 87.5 % of 2 cores.
+    assert rec["phases"]["connect_and_join"] == {"wall_s": 1.7, "cpu_core_s": 2.98}
 
 
 def test_a_missing_subflow_or_connection_leaves_it_incomplete():
@@ -43,5 +58,19 @@ def test_a_missing_subflow_or_connection_leaves_it_incomplete():
 
 def test_tcp_runs_have_no_connection_times():
     rec = startup_record(START, {}, KEYS, 1, samples(50), monitor_t0=100.5)
-    assert rec["clients"] == 2 and rec["cpu_while_starting_clients_pct"] == 90.0
+    assert rec["clients"] == 2 and rec["phases"]["start_clients"]["cpu_core_s"] == 0.9
     assert rec["established"] is None and rec["complete_s"] is None
+
+
+def test_phase_clock_splits_wall_time_and_cpu_between_marks():
+    clock = PhaseClock()
+    clock.mark("begin")
+    end = time.monotonic() + 0.3
+    while time.monotonic() < end:     # one core busy for 0.3 s
+        pass
+    clock.mark("spin")
+    [(name, phase)] = clock.phases().items()
+    assert name == "spin" and phase["wall_s"] >= 0.3
+    # At least most of the spin shows as busy CPU (ticks are 10 ms).
+    assert phase["cpu_core_s"] >= 0.2, phase
+    assert abs(clock.at("spin") - clock.at("begin") - phase["wall_s"]) < 1e-3
