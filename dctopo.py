@@ -249,7 +249,7 @@ class PerfectSwitch(DCTopo):
 
 class WiFi3G(DCTopo):
     """A multi-homed sender and receiver joined by a WiFi and a 3G path
-    (seeds/002; Raiciu et al., NSDI 2012, Fig. 4):
+    (CS244 '14; Raiciu et al., NSDI 2012, Fig. 4):
 
         h1-eth0 10.1.0.2 -- s1 (wifi, 10.1.0.1) -- h2-eth0 10.1.1.2
         h1-eth1 10.2.0.2 -- s2 (3g,   10.2.0.1) -- h2-eth1 10.2.1.2

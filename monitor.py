@@ -43,7 +43,7 @@ from kernel import netlink as nl
 
 # A run is "cpu_saturated" when every core is above SATURATED_PCT busy in more
 # than SATURATED_SHARE of the samples: past that, the emulator, not the
-# network, decides the results (seeds/000).
+# network, decides the results (the CS244 '13 reproduction).
 SATURATED_PCT = 90.0
 SATURATED_SHARE = 0.10
 

@@ -22,7 +22,7 @@ and per workload <workload>-cpu.png (CPU against FatTree size and subflow
 count, 2013 Fig 5); from RESULTS_DIR/wifi3g/<sweep>/<scheme>/<value>/run.json
 (E4) wifi3g-buffer.png, wifi3g-loss.png and wifi3g-rtt.png (goodput of TCP
 over WiFi, TCP over 3G and MPTCP against receive buffer, WiFi loss and WiFi
-RTT; NSDI 2012 Fig 4, seeds/002); from RESULTS_DIR/dhft<k>/<sweep>/<scheme>/<value>/run.json
+RTT; NSDI 2012 Fig 4, CS244 '14); from RESULTS_DIR/dhft<k>/<sweep>/<scheme>/<value>/run.json
 (E7) dhft<k>-locality.png and dhft<k>-load.png (aggregate goodput of TCP and
 MPTCP on the dual-homed FatTree and TCP on the perfect switch against rack
 locality, and relative to the perfect switch against load; paper Fig 15,

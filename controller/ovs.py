@@ -10,7 +10,8 @@ and the taps the userspace datapath makes for its bridges, go with it.
 
 Datapath: `system` (the kernel module) where the `openvswitch` module exists,
 `netdev` (userspace, ports read with AF_PACKET by ovs-vswitchd's main thread)
-where it does not, as on this platform (DESIGN.md).
+where it does not (the development machines' 6.18 kernel has no
+`openvswitch` module).
 """
 from __future__ import annotations
 

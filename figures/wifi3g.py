@@ -1,11 +1,11 @@
-"""E4, WiFi + 3G (seeds/002; Raiciu et al., NSDI 2012, Fig. 4): goodput of TCP
+"""E4, WiFi + 3G (CS244 '14; Raiciu et al., NSDI 2012, Fig. 4): goodput of TCP
 over WiFi, TCP over 3G and MPTCP over both, against the receive buffer, the
 WiFi loss rate and the WiFi RTT.
 
 Reads results/wifi3g/<sweep>/<scheme>/<value>/run.json. Each point is the
 median of its run's one-second samples, with the interquartile range as a
 bar; dashed lines are what each path, and both together, can carry as TCP
-goodput; the dotted line adds up the two TCP flows' medians (seeds/002's
+goodput; the dotted line adds up the two TCP flows' medians (CS244 '14's
 "aggregate TCP"). Invalid runs are drawn as red crosses with their flags.
 """
 from __future__ import annotations
@@ -97,7 +97,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
             if not p.valid:
                 ax.plot(p.x, p.median, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
                 flagged.append(f"{label} at {p.x:g}: {', '.join(p.flags)}")
-    # seeds/002's "aggregate TCP": what the two TCP flows get, added up.
+    # the CS244 '14 reproduction's "aggregate TCP": what the two TCP flows get, added up.
     wifi_by_x = {p.x: p.median for p in schemes.get("tcp_wifi", [])}
     cell_by_x = {p.x: p.median for p in schemes.get("tcp_3g", [])}
     both = sorted(x for x in wifi_by_x if x in cell_by_x)
@@ -145,7 +145,7 @@ def report_lines(results: Path) -> list[str]:
     data = load(results)
     if not data:
         return []
-    lines = ["## WiFi + 3G (E4; seeds/002, NSDI 2012 Fig. 4)", "",
+    lines = ["## WiFi + 3G (E4; CS244 '14, NSDI 2012 Fig. 4)", "",
              "Median goodput (Mb/s) of one-second samples after the warm-up; MPTCP's share "
              "of bytes on WiFi in brackets; `!` marks an invalid run. Seeds/002 reports, "
              "for the paper: MPTCP about 25 % above TCP over WiFi at 100 KB, most of both "

@@ -2,7 +2,7 @@
 
 Every packet that crosses a link costs CPU on an emulator (a veth hop, a
 routing or switching decision, a shaper): the 2013 reproduction found results
-turn to noise once the CPU saturates (seeds/000). So before a sweep:
+turn to noise once the CPU saturates (the CS244 '13 reproduction). So before a sweep:
 
   demand     = sum over the traffic matrix's flows of
                (link rate x the flow's fair share x links on its path), in Gb/s

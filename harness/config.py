@@ -166,7 +166,7 @@ def buffer_pkts(bw_mbps: float, buffer_ms: float) -> int:
     return max(2, round(bw_mbps * 1e6 * buffer_ms / 1000 / (1514 * 8)))
 
 
-# The WiFi + 3G paths of seeds/002 (NSDI 2012, Fig. 4): WiFi 8 Mb/s, 20 ms RTT,
+# The WiFi + 3G paths of CS244 '14 (NSDI 2012, Fig. 4): WiFi 8 Mb/s, 20 ms RTT,
 # 80 ms of buffer; 3G 2 Mb/s, 150 ms RTT, 2 s of buffer. Delay is one-way.
 WIFI = LinkParams(bw_mbps=8.0, queue_pkts=buffer_pkts(8.0, 80), delay_ms=10.0)
 CELL = LinkParams(bw_mbps=2.0, queue_pkts=buffer_pkts(2.0, 2000), delay_ms=75.0)

@@ -1,7 +1,7 @@
 """Link delay, jitter and random loss on kernels without sch_netem.
 
-Where sch_netem exists, harness/links.py uses it. Where it does not (this
-platform, DESIGN.md), every impaired interface hands what it *receives* to a
+Where sch_netem exists, harness/links.py uses it. Where it does not (the
+development machines' 6.18 kernel has no sch_netem), every impaired interface hands what it *receives* to a
 userspace delay line through a netfilter queue:
 
     iptables -t raw -A PREROUTING -i IF -j NFQUEUE --queue-num Q

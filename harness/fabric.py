@@ -12,8 +12,8 @@ end its namespace and its interfaces go with it.
 
 Configuration is batched: one `ip -batch` for all veth pairs and one shell
 script per node (sysctls, addresses, routes, qdiscs), instead of Mininet's
-several shell round trips per interface. Building FatTree(8) this way takes
-seconds, not the tens of seconds DESIGN.md measured for Mininet's own path.
+several shell round trips per interface: FatTree(8) has 208 nodes and 384
+links' worth of interfaces to set up.
 """
 from __future__ import annotations
 

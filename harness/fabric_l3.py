@@ -5,7 +5,8 @@ address; where several neighbours lie on shortest paths to that host the route
 is multipath, and the kernel picks a next hop by hashing each packet's
 headers, as ECMP in a modern Clos fabric does.
 
-Two settings make the hash spread (DESIGN.md, "ECMP hash polarization"):
+Two settings make the hash spread (without them, tiers repeat each other's
+choice and some uplinks stay idle: hash polarization):
   * `fib_multipath_hash_policy=3` with fields 0x37 (source and destination
     address, protocol, source and destination port) hashes the headers. The
     default policies reuse the flow hash the sending socket stored on the skb,

@@ -1,9 +1,9 @@
 """A sweep: one network, many runs (workloads x subflow counts).
 
-The network is built once and reconfigured per run (DESIGN.md: rebuilding per
-subflow count costs minutes). Every run lands in its own folder through
-`RunStage`; whatever happens, `finally` stops exactly the processes, path
-manager sockets and namespaces this sweep created.
+The network is built once and reconfigured per run, not built again for
+every subflow count. Every run lands in its own folder through `RunStage`;
+whatever happens, `finally` stops exactly the processes, path manager
+sockets and namespaces this sweep created.
 """
 from __future__ import annotations
 

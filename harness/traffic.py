@@ -5,7 +5,7 @@ on the sending host. MPTCP runs wrap both in `mptcpize run` (iperf3 3.12 has
 no --mptcp); TCP runs (one subflow) use plain iperf3, so no MPTCP is involved.
 
 Goodput comes from the server's JSON: bytes that arrived, over the seconds the
-server measured (DESIGN.md: the sender's figures count bytes written into the
+server measured (the sender's figures count bytes written into the
 socket buffer, not bytes delivered). A run's flows send for warm-up + time
 seconds and only the server's one-second intervals that start after the
 warm-up are counted: slow start, subflow joins and queues filling up are not

@@ -1,5 +1,5 @@
 """E4, WiFi + 3G: goodput against receive buffer, WiFi loss and WiFi RTT
-(seeds/002, reproducing Raiciu et al., NSDI 2012, Fig. 4).
+(the CS244 '14 reproduction of Raiciu et al., NSDI 2012, Fig. 4).
 
 One sender and one receiver joined by a WiFi and a 3G path (dctopo.WiFi3G).
 Three schemes, one long flow each: TCP over WiFi, TCP over 3G, and MPTCP
@@ -12,7 +12,7 @@ manager between the 3G addresses, on 3G.
   same limit. Autotuning below it stays on, as in the paper's kernel.
 * Each point: one flow for the warm-up plus `samples` seconds; its goodput
   is the median of the receiver's one-second samples after the warm-up
-  (seeds/002 took the median of three one-second samples).
+  (CS244 '14 took the median of three one-second samples).
 * The network is rebuilt whenever the paths change (the loss and RTT
   sweeps), never between runs on the same paths.
 

@@ -37,7 +37,7 @@ def host_sysctls(cc: str) -> dict[str, str]:
     wanted = {
         "net.mptcp.enabled": "1",
         # The userspace path manager: the harness itself opens exactly N-1
-        # extra subflows per connection (DESIGN.md: with the in-kernel PM,
+        # extra subflows per connection (with the in-kernel PM,
         # hosts that are both client and server race to add subflows).
         "net.mptcp.pm_type": "1",
         "net.ipv4.tcp_congestion_control": cc,

@@ -114,7 +114,7 @@ def tx_bytes(sweep, node: str) -> dict[str, int]:
 
 
 def test_every_tier_spreads_upward_traffic(ft4, tmp_path):
-    """Hash polarization shows as one idle uplink at some tier (DESIGN.md):
+    """Hash polarization shows as one idle uplink at some tier:
     all subflows that reached an aggregation switch left on one core link.
     Every host of pod 0 sends 8 subflows to pod 2 (32 subflows); every edge
     and aggregation switch on the way up must use both of its uplinks."""

@@ -14,7 +14,7 @@ from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 
 
 def test_paths_follow_the_seed():
-    # seeds/002: WiFi 8 Mb/s 20 ms RTT 80 ms buffer; 3G 2 Mb/s 150 ms RTT 2 s buffer.
+    # CS244 '14: WiFi 8 Mb/s 20 ms RTT 80 ms buffer; 3G 2 Mb/s 150 ms RTT 2 s buffer.
     assert (WIFI.bw_mbps, 2 * WIFI.delay_ms, WIFI.queue_pkts) == (8.0, 20.0, buffer_pkts(8, 80))
     assert (CELL.bw_mbps, 2 * CELL.delay_ms, CELL.queue_pkts) == (2.0, 150.0, buffer_pkts(2, 2000))
     assert buffer_pkts(8, 80) == 53 and buffer_pkts(2, 2000) == 330
