@@ -21,6 +21,10 @@ def main(argv: list[str]) -> int:
     from os_ken import cfg
     from os_ken.base.app_manager import AppManager
     import controller.app  # noqa: F401  (registers --ecmp-spec)
+    # controller.app imports dctopo, which imports Mininet, whose mininet.log
+    # makes every logger created afterwards a MininetLogger at level 25:
+    # this app's INFO lines (switches connecting, SIGTERM) were dropped.
+    logging.setLoggerClass(logging.Logger)
 
     cfg.CONF(args=[f"--ofp-tcp-listen-port={port}", "--ofp-listen-host=0.0.0.0",
                    f"--ecmp-spec={spec}"], project="os_ken")

@@ -32,6 +32,7 @@ import json
 import os
 import pickle
 import struct
+import threading
 import time
 
 from os_ken import cfg
@@ -114,6 +115,7 @@ class EcmpController(app_manager.OSKenApp):
         self.paths_cache: dict[tuple[str, str], list[paths.Path]] = {}
         self.counts = {"packet_in": 0, "arp_replies": 0, "flows_routed": 0, "unroutable": 0}
         self.last_echo = 0.0
+        self._status_lock = threading.Lock()
         self._write_status()
         hub.spawn(self._heartbeat)
 
@@ -121,11 +123,15 @@ class EcmpController(app_manager.OSKenApp):
     def _write_status(self) -> None:
         """The switches configured so far, and what the controller has done,
         for the fabric to wait on and to record (written atomically)."""
-        tmp = self.status_path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"pid": os.getpid(), "mode": self.mode, "ready": sorted(self.ready),
-                       "time": time.time(), "last_echo": self.last_echo, **self.counts}, f)
-        os.replace(tmp, self.status_path)
+        # One writer at a time: the heartbeat and the event handlers run in
+        # threads of their own (os-ken's native hub), and two writers of the
+        # one temporary file could replace each other's, or fail.
+        with self._status_lock:
+            tmp = self.status_path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump({"pid": os.getpid(), "mode": self.mode, "ready": sorted(self.ready),
+                           "time": time.time(), "last_echo": self.last_echo, **self.counts}, f)
+            os.replace(tmp, self.status_path)
 
     def _heartbeat(self) -> None:
         while True:
@@ -161,12 +167,20 @@ class EcmpController(app_manager.OSKenApp):
         dp.send_msg(parser.OFPBarrierRequest(dp))
         self.logger.info("%s (%016x) connected, %s", switch, dp.id, self.mode)
 
-    @set_ev_cls(ofp_event.EventOFPBarrierReply, MAIN_DISPATCHER)
+    # CONFIG_DISPATCHER too: os-ken hands the features reply to this app's
+    # thread before its own handler asks for the port list, whose reply moves
+    # the switch to MAIN. With native threads this app can send its barrier
+    # first; the barrier's reply then arrives in CONFIG and, with MAIN alone,
+    # was dropped, so the switch never counted as configured (suspected in a
+    # CI run where 5 of 20 switches were configured in 60 s).
+    @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def barrier_reply(self, ev) -> None:
         switch = self.switch_of.get(ev.msg.datapath.id)
-        if switch and switch not in self.ready:
+        with self._status_lock:
+            if not switch or switch in self.ready:
+                return
             self.ready.add(switch)
-            self._write_status()
+        self._write_status()
 
     def _install_routes(self, dp, switch: str) -> None:
         """Per destination address: its one port, or a select group hashing

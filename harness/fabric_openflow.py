@@ -241,8 +241,11 @@ class OpenFlowFabric(Fabric):
                 raise CommandError(f"the controller exited at start (status {self.controller.returncode}); "
                                    f"see {log_path}")
             if time.monotonic() > deadline:
-                raise CommandError(f"the controller configured {len(ready)} of {len(want)} switches "
-                                   f"in {READY_TIMEOUT_S} s; see {log_path}")
+                missing = sorted(want - ready)
+                raise CommandError(
+                    f"the controller configured {len(ready)} of {len(want)} switches in "
+                    f"{READY_TIMEOUT_S} s (missing: {', '.join(missing)}; Open vSwitch reports "
+                    f"{self._connection_view(missing)}); see {log_path}")
             time.sleep(0.1)
 
     def stop_controller(self) -> None:
@@ -260,6 +263,16 @@ class OpenFlowFabric(Fabric):
             return json.loads((self.workdir / "controller.status.json").read_text())
         except (OSError, ValueError):
             return {}
+
+    def _connection_view(self, switches: list[str]) -> str:
+        """What Open vSwitch says of these switches' controller connections
+        (for an error message: never raises)."""
+        try:
+            down = set(self.disconnected_switches())
+        except (CommandError, OSError, ValueError, KeyError, IndexError) as exc:
+            return f"nothing ({exc})"
+        return (f"{len(down & set(switches))} of them not connected"
+                f" and {len(set(switches) - down)} connected")
 
     def disconnected_switches(self) -> list[str]:
         """Bridges whose controller connection Open vSwitch reports down."""
