@@ -1035,6 +1035,7 @@ class Monitors:
             m.interval_s = interval_s
         self.wall_s = 0.0
         self._started: float | None = None
+        self._last_t0: float | None = None
 
     @classmethod
     def for_fabric(cls, fabric, pm=None, interval_s: float = 1.0, cpu: bool = True) -> "Monitors":
@@ -1073,12 +1074,13 @@ class Monitors:
             for m in started:
                 m.stop()
             raise
-        self._started = t0
+        self._started = self._last_t0 = t0
 
     @property
     def started_at(self) -> float | None:
-        """time.monotonic() at start(): every monitor's `t` counts from it."""
-        return self._started
+        """time.monotonic() at the last start(), kept after stop(): every
+        monitor's `t` counts from it."""
+        return self._last_t0
 
     def stop(self) -> None:
         """Stop every monitor and close its sockets (safe to call twice)."""
