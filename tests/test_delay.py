@@ -61,8 +61,11 @@ def ping_rtts(fabric, path: str, count: int = 60, interval: float = 0.05) -> lis
     return [float(m) for m in re.findall(r"time=([\d.]+) ms", out)]
 
 
-# 100 Mb/s, or 10 under full emulation (a TCG guest carried 55.9 Mb/s there).
-FULL_RATE_MBPS = 10 if FULL_EMULATION else 100
+# 100 Mb/s, or 5 under full emulation. A TCG guest carried 55.9 Mb/s unshaped,
+# but through 10 Mb/s of HTB + netem with 50 ms a Debian 12 guest's 8 tries
+# averaged 8.60-9.17 Mb/s, 3 of them above the 9.08 asked for; at 5 Mb/s,
+# 4.72-4.77 in 5 of 5 (Debian 12 and 13) against 4.54 asked for.
+FULL_RATE_MBPS = 5 if FULL_EMULATION else 100
 
 
 def sysctl_int(fabric, host: str, name: str) -> int:
@@ -201,22 +204,28 @@ def test_random_loss_rate_on_the_wire(network, tmp_path):
 
 @needs_root
 def test_full_rate_through_a_50ms_delayed_100mbps_link(network, tmp_path, awake):
-    """One Reno flow through a 100 Mb/s link (10 under full emulation) with 50 ms of one-way delay (RTT
-    100 ms) and a bandwidth-delay product of buffer: at least 95 % of what
+    """One Reno flow through a 100 Mb/s link (5 under full emulation) with 50 ms of one-way delay (RTT
+    100 ms) and a bandwidth-delay product of buffer (1.5 under full
+    emulation): at least 95 % of what
     the link can carry, once the flow is in its steady state. Reno grows its
     window by one packet per RTT after slow start, so on this long fat link
     it takes several seconds to get there (measured: 88 % of the rate in
     second 2, 95 % by second 9); the warm-up is 8 s."""
     rate = FULL_RATE_MBPS
     bdp_pkts = round(rate * 1e6 * 0.1 / (1514 * 8))
-    fabric = network(LinkParams(bw_mbps=rate, queue_pkts=bdp_pkts, delay_ms=50),
+    # Under full emulation, half a BDP more: with exactly one BDP the queue
+    # just empties after each halving, so any stall of the emulated CPU idles
+    # the link.
+    queue = round(bdp_pkts * 1.5) if FULL_EMULATION else bdp_pkts
+    fabric = network(LinkParams(bw_mbps=rate, queue_pkts=queue, delay_ms=50),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=1))
     procs = ProcessTracker()
     src, dst = fabric.topo.path_addresses("wifi")
     best = 0.0
     try:
         driver = IperfDriver(fabric, procs)
-        for attempt in range(2):   # a busy VM host can withhold the CPU for a moment
+        # A busy VM host can withhold the CPU for a moment; an emulated one, longer.
+        for attempt in range(3 if FULL_EMULATION else 2):
             flow = FlowEndpoints(0, "h1", "h2", src, dst, 40100 + attempt, 5201)
             [outcome] = driver.run([flow], False, 6, tmp_path / f"try{attempt}", warmup_s=8)
             assert outcome.error is None, outcome.error
