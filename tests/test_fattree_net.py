@@ -87,6 +87,10 @@ def test_one_subflow_is_plain_tcp(ft4, tmp_path):
 # controller joins late and, in 3 s, carried under 5 % (73-80 KB on two
 # cores of 3.9 MB in a 6.1 guest): give every subflow time to take its share.
 SPREAD_SECONDS = 10 if FULL_EMULATION else 3
+# The same for the per-tier test: in a Debian 12 guest under the reactive
+# controller, one of its four 4 s flows once ended with an error or nothing
+# carried (CI-style run; which of the two was not kept).
+TIER_SECONDS = 10 if FULL_EMULATION else 4
 
 
 def test_subflows_spread_over_the_core(ft4, tmp_path):
@@ -124,9 +128,10 @@ def test_every_tier_spreads_upward_traffic(ft4, tmp_path):
     flows = ft4.driver.endpoints([Flow(f"h0_{e}_{i}", f"h2_{e}_{i}") for e in (0, 1) for i in (0, 1)])
     ft4.arm_path_manager(flows, 8)
     before = {sw: tx_bytes(ft4, sw) for sw in uplinks}
-    outs = ft4.driver.run(flows, mptcp=True, time_s=4, logdir=tmp_path)
+    outs = ft4.driver.run(flows, mptcp=True, time_s=TIER_SECONDS, logdir=tmp_path)
     after = {sw: tx_bytes(ft4, sw) for sw in uplinks}
-    assert all(o.error is None and o.goodput_mbps > 0 for o in outs)
+    assert all(o.error is None and o.goodput_mbps > 0 for o in outs), \
+        [(o.endpoints.src, o.endpoints.dst, o.error, o.goodput_mbps, o.first_data_s) for o in outs]
     for sw, names in uplinks.items():
         sent = {n: after[sw][n] - before[sw][n] for n in names}
         total = sum(sent.values())
