@@ -259,6 +259,7 @@ class SweepConfig:
                 f"queue drains in {drain_ms:.0f} ms here")
 
     def validate(self) -> None:
+        self.link.validate()    # first: the default run lengths divide by its rate
         if self.k < 4 or self.k % 2:
             raise ConfigError(f"k={self.k}: the FatTree arity must be an even number >= 4")
         if self.k > 16:

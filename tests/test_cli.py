@@ -45,6 +45,7 @@ BAD = [
     (["4", "--fabric", "nosuch"], "unknown fabric"),
     (["4", "--cc", "nosuch"], "congestion control"),
     (["4", "--bw", "-1"], "link rate"),
+    (["4", "--bw", "0"], "link rate"),   # the default run length divides by it
     (["4", "--frobnicate"], "unrecognized"),
     (["8", "all_to_all"], "capped"),
     (["wifi3g", "--sweeps", "buffer,nosuch"], "unknown sweep"),
