@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 from monitor import read_proc_stat
 
