@@ -53,9 +53,12 @@ def dev_bytes(sweep, node: str) -> dict[str, tuple[int, int]]:
             if name.startswith(f"{node}-eth")}
 
 
-def core_bytes(sweep) -> dict[str, int]:
-    """Bytes received on every core switch."""
-    return {core: sum(rx for rx, _ in dev_bytes(sweep, core).values())
+def core_bytes_from_pod(sweep, pod: int) -> dict[str, int]:
+    """Bytes every core switch received from `pod`'s aggregation switches:
+    one direction only, so a core that carries only the returning ACKs of
+    some subflow (the reverse 5-tuple hashes on its own) does not count."""
+    return {core: sum(dev_bytes(sweep, core)[i.name][0] for i in sweep.topo.interfaces(core)
+                      if sweep.topo.nodeInfo(i.peer).get("pod") == pod)
             for core in sweep.topo.switches() if sweep.topo.role(core) == "core"}
 
 
@@ -100,15 +103,19 @@ def test_subflows_spread_over_the_core(ft4, tmp_path):
     pid = ft4.fabric.pid(SRC)
     run(["sysctl", "-q", "-w", "net.ipv4.ip_local_port_range=20000 20007"], 5, ns_pid=pid)
     try:
-        before = core_bytes(ft4)
+        before = core_bytes_from_pod(ft4, 0)
         _, out = transfer(ft4, 8, tmp_path, seconds=SPREAD_SECONDS)
-        after = core_bytes(ft4)
+        after = core_bytes_from_pod(ft4, 0)
     finally:
         run(["sysctl", "-q", "-w", f"net.ipv4.ip_local_port_range={EPHEMERAL_PORTS}"], 5, ns_pid=pid)
     carried = {c: after[c] - before[c] for c in after}
     total = sum(carried.values())
     assert out.goodput_mbps > 0 and total > 0
-    used = [c for c, b in carried.items() if b > 0.05 * total]
+    # A core counts if it carried data, not how much: the coupled congestion
+    # control may move most bytes to one path (in a Debian 13 guest under
+    # full emulation one core took 78 % and two others 4-5 %, 0.57-0.66 MB
+    # each). A core no subflow crosses receives nothing from pod 0.
+    used = [c for c, b in carried.items() if b > 0.01 * total]
     assert len(used) >= 3, carried
 
 
