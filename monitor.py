@@ -177,18 +177,40 @@ def read_proc_stat(path: str = "/proc/stat") -> dict[str, list[int]]:
     return counters
 
 
-def _busy_share(before: list[int], after: list[int]) -> tuple[float, float, float, float]:
-    """(busy, user, system, softirq) percent between two counter snapshots.
+class CpuTimes(NamedTuple):
+    """Jiffies one `cpu` line of /proc/stat advanced between two snapshots.
+    Only the first 8 fields: guest time is already counted in user."""
+    user: int
+    nice: int
+    system: int
+    idle: int
+    iowait: int
+    irq: int
+    softirq: int
+    steal: int
 
-    Fields: user nice system idle iowait irq softirq steal guest guest_nice;
-    guest time is already counted in user, so it is left out of the total.
-    """
-    delta = [a - b for a, b in zip(after[:8], before[:8])]
-    total = sum(delta) or 1
-    idle = delta[3] + delta[4]
-    user = delta[0] + delta[1]
-    return (100.0 * (total - idle) / total, 100.0 * user / total,
-            100.0 * (delta[2] + delta[5]) / total, 100.0 * delta[6] / total)
+    @classmethod
+    def between(cls, before: list[int], after: list[int]) -> "CpuTimes":
+        return cls(*(a - b for a, b in zip(after[:8], before[:8])))
+
+    @property
+    def total(self) -> int:
+        return sum(self)
+
+    @property
+    def busy(self) -> int:
+        """All but idle and iowait (steal included: the core was not ours to idle)."""
+        return self.total - self.idle - self.iowait
+
+    def pct(self, jiffies: int) -> float:
+        """`jiffies` as a percent of all the time that passed."""
+        return 100.0 * jiffies / (self.total or 1)
+
+
+def _busy_share(before: list[int], after: list[int]) -> tuple[float, float, float, float]:
+    """(busy, user, system, softirq) percent between two counter snapshots."""
+    d = CpuTimes.between(before, after)
+    return d.pct(d.busy), d.pct(d.user + d.nice), d.pct(d.system + d.irq), d.pct(d.softirq)
 
 
 @dataclass

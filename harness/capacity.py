@@ -227,13 +227,11 @@ def calibration_for(fabric: str, say=print, fresh: bool = False) -> Calibration:
 
 def cpu_load(seconds: float) -> tuple[float, float]:
     """(busy %, steal %) of the whole machine over the next `seconds`."""
-    from monitor import read_proc_stat
+    from monitor import CpuTimes, read_proc_stat
     before = read_proc_stat()["cpu"]
     time.sleep(seconds)
-    after = read_proc_stat()["cpu"]
-    delta = [a - b for a, b in zip(after[:8], before[:8])]
-    total = sum(delta) or 1
-    return 100.0 * (total - delta[3] - delta[4]) / total, 100.0 * delta[7] / total
+    d = CpuTimes.between(before, read_proc_stat()["cpu"])
+    return d.pct(d.busy), d.pct(d.steal)
 
 
 def wait_for_quiet(say, wait_s: float = QUIET_WAIT_S) -> tuple[float, float]:
@@ -251,7 +249,7 @@ def calibrate(fabric: str, say=print) -> Calibration:
     """Measure CPU per Gbit-hop with MPTCP-8 on FatTree(4) one_to_one, the
     median of CALIBRATION_REPEATS runs on one network."""
     from harness.sweep import Sweep
-    from monitor import CpuMonitor, read_proc_stat
+    from monitor import CpuMonitor, CpuTimes, read_proc_stat
 
     before_busy, before_steal = wait_for_quiet(say)
     stat_before = read_proc_stat()["cpu"]
@@ -281,8 +279,8 @@ def calibrate(fabric: str, say=print) -> Calibration:
             idle.stop()
             sweep.close()
     stat_after = read_proc_stat()["cpu"]
-    delta = [a - b for a, b in zip(stat_after[:8], stat_before[:8])]
-    steal_during = 100.0 * delta[7] / (sum(delta) or 1)
+    during = CpuTimes.between(stat_before, stat_after)
+    steal_during = during.pct(during.steal)
     measured = sorted(c for c in costs if c)
     reasons = []
     if before_busy > QUIET_BUSY_PCT:

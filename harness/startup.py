@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 
-from monitor import read_proc_stat
+from monitor import CpuTimes, read_proc_stat
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")   # /proc/stat counts in these
 
@@ -44,8 +44,7 @@ class PhaseClock:
     def phases(self) -> dict[str, dict]:
         out = {}
         for (_, t0, c0), (name, t1, c1) in zip(self._marks, self._marks[1:]):
-            delta = [b - a for a, b in zip(c0[:8], c1[:8])]
-            busy = sum(delta) - delta[3] - delta[4]       # all but idle and iowait
+            busy = CpuTimes.between(c0, c1).busy
             out[name] = {"wall_s": round(t1 - t0, 3), "cpu_core_s": round(busy / _CLOCK_TICKS, 2)}
         return out
 

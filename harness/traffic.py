@@ -28,6 +28,7 @@ from pathlib import Path
 
 from harness.fabric import Fabric, wait_until
 from harness.procs import ProcessTracker
+from kernel.transport import listening_ports
 from workloads import Flow
 
 SERVER_PORT_BASE = 5201
@@ -102,19 +103,6 @@ def receiver_samples(server: dict | None, warmup_s: float) -> list[float]:
         if start >= warmup_s - 0.05 and seconds > 0:
             out.append(8.0 * s.get("bytes", 0) / seconds / 1e6)
     return out
-
-
-def listening_ports(ns_pid: int) -> set[int]:
-    """TCP ports in LISTEN state in a namespace (MPTCP listeners included:
-    their first subflow is a TCP listener), read from /proc/PID/net/tcp."""
-    ports = set()
-    with open(f"/proc/{ns_pid}/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            if fields[3] == "0A":
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
 
 
 class IperfDriver:

@@ -99,5 +99,25 @@ def read_dev_bytes(ns_pid: int) -> dict[str, tuple[int, int]]:
     return counts
 
 
+# Socket states in /proc/net/{tcp,udp} (include/net/tcp_states.h): a TCP
+# listener is TCP_LISTEN; a bound, unconnected UDP socket stays TCP_CLOSE.
+_WAITING_STATE = {"tcp": "0A", "udp": "07"}
+
+
+def listening_ports(ns_pid: int, proto: str = "tcp") -> set[int]:
+    """Local ports with a socket waiting for peers in a namespace: TCP
+    listeners (MPTCP listeners included: their first subflow is a TCP
+    listener) or bound, unconnected UDP sockets. From /proc/PID/net/{proto}
+    (IPv4), the namespace's own socket table."""
+    ports = set()
+    with open(f"/proc/{ns_pid}/net/{proto}") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            if fields[3] == _WAITING_STATE[proto]:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
 def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}

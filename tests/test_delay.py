@@ -24,7 +24,7 @@ from harness.fabric import wait_until
 from harness.fabric_l3 import L3Fabric
 from harness.procs import ProcessTracker, run
 from harness.traffic import FlowEndpoints, IperfDriver
-from kernel.transport import read_sysctls
+from kernel.transport import listening_ports, read_sysctls
 from tests.conftest import EMULATION_RTT_SLACK_MS, FULL_EMULATION, needs_root, stock_kernel_path
 
 PAYLOAD_SHARE = 1448 / 1514
@@ -155,12 +155,6 @@ def udp_counters(ns_pid: int) -> dict[str, int]:
     return dict(zip(names, map(int, values)))
 
 
-def udp_bound(ns_pid: int, port: int) -> bool:
-    with open(f"/proc/{ns_pid}/net/udp") as f:
-        next(f)
-        return any(int(line.split()[1].rsplit(":", 1)[1], 16) == port for line in f)
-
-
 @needs_root
 def test_random_loss_rate_on_the_wire(network, tmp_path):
     """4000 numbered UDP datagrams through a link with 5 % loss: the share
@@ -182,7 +176,7 @@ def test_random_loss_rate_on_the_wire(network, tmp_path):
         with open(tmp_path / "received.json", "w") as out:
             receiver = procs.spawn("udp receiver", [sys.executable, "-c", UDP_RECEIVER, dst, str(port),
                                                     str(rcvbuf)], ns_pid=receiver_pid, stdout=out)
-        assert wait_until(lambda: udp_bound(receiver_pid, port), 30), "the receiver never bound"
+        assert wait_until(lambda: port in listening_ports(receiver_pid, "udp"), 30), "the receiver never bound"
         # 1000 datagrams a second: 8 Mb/s, a tenth of the link.
         run([sys.executable, "-c", UDP_SENDER, src, dst, str(port), str(count), "1000"],
             timeout=120, ns_pid=sender_pid)

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import pytest
 
 import monitor
-from monitor import (DiagSocket, Monitors, PortMonitor, PortSample, Qdisc, RttMonitor,
+from monitor import (CpuTimes, DiagSocket, Monitors, PortMonitor, PortSample, Qdisc, RttMonitor,
                      SubflowMonitor, Watched, parse_diag, parse_link, parse_link_stats,
                      parse_qdisc, port_counters, utilisation, watched_subflows)
 from tests.conftest import needs_root
@@ -296,6 +296,16 @@ def test_bundle_writes_the_subflow_counts_of_watched_connections_only(tmp_path):
     assert s["monitor_errors"] == 0 and s["monitor_cpu_s"] > 0
     assert 0 < s["monitor_cpu_pct"] < 100
     json.dumps(s)
+
+
+def test_cpu_times_count_steal_as_busy_and_leave_guest_time_out():
+    # user nice system idle iowait irq softirq steal guest guest_nice
+    before = [100, 0, 50, 1000, 10, 0, 5, 0, 40, 0]
+    after = [160, 0, 70, 1100, 30, 0, 15, 20, 90, 0]
+    d = CpuTimes.between(before, after)
+    assert d.total == 60 + 20 + 100 + 20 + 10 + 20      # guest's +50 is inside user's +60
+    assert d.busy == 60 + 20 + 10 + 20
+    assert d.pct(d.steal) == pytest.approx(100 * 20 / 230)
 
 
 def test_cpu_monitor_keeps_its_api(tmp_path):

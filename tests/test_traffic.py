@@ -38,3 +38,21 @@ def test_the_tail_fragment_counts_at_its_own_length():
     goodput, seconds, _, _ = receiver_goodput(j, warmup_s=1)
     assert seconds == pytest.approx(1.1)
     assert goodput == pytest.approx(8 * 1.1e6 / 1.1 / 1e6)
+
+
+def test_listening_ports_tell_tcp_listeners_from_bound_udp_sockets():
+    """Read from this process's own namespace: a TCP listener shows under
+    tcp only, a bound UDP socket under udp only, a closed one nowhere."""
+    import os
+    import socket
+
+    from kernel.transport import listening_ports
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as tcp, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen()
+        udp.bind(("127.0.0.1", 0))
+        t, u = tcp.getsockname()[1], udp.getsockname()[1]
+        assert t in listening_ports(os.getpid(), "tcp") and t not in listening_ports(os.getpid(), "udp")
+        assert u in listening_ports(os.getpid(), "udp") and u not in listening_ports(os.getpid(), "tcp")
+    assert t not in listening_ports(os.getpid(), "tcp")
