@@ -22,7 +22,7 @@ import math
 from base.files import check_folder_path, check_folder_writable
 from base.lock import ExperimentLock
 from harness.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS, DHFT_SWEEPS,
-                            FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig,
+                            DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig,
                             ConfigError, DhftConfig, LinkParams, SweepConfig, Wifi3GConfig,
                             coupled_cc_supported, default_cc, default_fabric)
 
@@ -76,6 +76,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cc", default=None, help=_cc_help())
     p.add_argument("--fabric", default=None,
                    help=f"{', '.join(FABRICS)} (default l3; the run says why)")
+    p.add_argument("--driver", default="iperf3",
+                   help=f"what sends the flows: {', '.join(DRIVERS)} (default %(default)s; socket "
+                        "opens every connection and its subflows before data flows)")
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
     p.add_argument("--results", default="results", help="results folder (results)")
@@ -126,7 +129,7 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
                       time_s=args.time, seed=args.seed, fabric=fabric, cc=cc,
                       results=Path(args.results), warmup_s=args.warmup, force=args.force,
-                      recalibrate=args.recalibrate,
+                      recalibrate=args.recalibrate, driver=args.driver,
                       monitor_interval_s=args.monitor_interval)
     cfg.validate()
     check_size(cfg)

@@ -15,6 +15,9 @@ from base.platform import btf_has, openvswitch_kernel_datapath
 
 WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
 FABRICS = ("l3", "openflow", "openflow-reactive")
+# Traffic drivers (harness/drivers.py has the classes): iperf3 pairs, or our
+# own sender and receiver that open every connection before data flows.
+DRIVERS = ("iperf3", "socket")
 # Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run
 # by kernel/coupled_cc.py), then uncoupled ones the kernel ships.
 COUPLED_CONGESTION_CONTROLS = ("lia", "olia", "ewtcp")
@@ -189,6 +192,7 @@ class RunConfig:
     monitor_interval_s: float = 1.0
     fabric_note: str = ""      # why this fabric, when it was chosen by default
     cc_note: str = ""          # why this congestion control, when the default fell back
+    driver: str = "iperf3"     # what sends the flows (DRIVERS)
 
     @property
     def topology(self) -> str:
@@ -215,6 +219,7 @@ class RunConfig:
             **({"fabric_note": self.fabric_note} if self.fabric_note else {}),
             "cc": self.cc,
             **({"cc_note": self.cc_note} if self.cc_note else {}),
+            "driver": self.driver,
         }
 
 
@@ -236,6 +241,7 @@ class SweepConfig:
     monitor_interval_s: float = 1.0   # sampling period of every monitor
     fabric_note: str = ""             # why this fabric, when chosen by default
     cc_note: str = ""                 # why this congestion control, when the default fell back
+    driver: str = "iperf3"            # what sends the flows (DRIVERS)
 
     @property
     def warmup(self) -> float:
@@ -274,6 +280,8 @@ class SweepConfig:
                 raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
                                   f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
         check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, self.seed)
+        if self.driver not in DRIVERS:
+            raise ConfigError(f"unknown driver {self.driver!r}: choose one of {', '.join(DRIVERS)}")
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
                               "sampling period must be within 0.1..60 s")
@@ -283,7 +291,7 @@ class SweepConfig:
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.counted,
                           seed=self.seed, fabric=self.fabric, cc=self.cc,
                           warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
-                          fabric_note=self.fabric_note, cc_note=self.cc_note)
+                          fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver)
                 for w in self.workloads for n in self.subflows]
 
     def replace(self, **changes) -> "SweepConfig":

@@ -2,7 +2,7 @@
 
 What every experiment needs around its network, in one place: the fabric,
 the processes it starts, the userspace path manager attached to every host,
-the iperf3 driver, and the congestion control: set as every host's default,
+the traffic driver, and the congestion control: set as every host's default,
 and, for the coupled algorithms (LIA, OLIA, EWTCP), registered in the kernel
 for as long as the network exists. Teardown removes exactly that, in an order
 that frees everything: processes, path manager sockets, namespaces, then the
@@ -18,7 +18,7 @@ from harness.config import LinkParams
 from harness.fabric import Fabric
 from harness.fabrics import FABRICS
 from harness.procs import ProcessTracker, run
-from harness.traffic import IperfDriver
+from harness.drivers import DRIVERS
 from kernel import transport
 from kernel.coupled_cc import CoupledCC
 from kernel.mptcp_pm import UserspacePM
@@ -26,13 +26,13 @@ from kernel.mptcp_pm import UserspacePM
 
 class Network:
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
-                 fabric: str = "l3", log_dir: Path | None = None):
+                 fabric: str = "l3", log_dir: Path | None = None, driver: str = "iperf3"):
         self.topo = topo
         self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed, log_dir=log_dir)
         self.cc = cc
         self.procs = ProcessTracker()
         self.pm = UserspacePM()
-        self.driver = IperfDriver(self.fabric, self.procs)
+        self.driver = DRIVERS[driver](self.fabric, self.procs)
         self.coupled_cc = CoupledCC(cc)
 
     def __enter__(self) -> "Network":

@@ -54,7 +54,7 @@ class Sweep:
         self.say = say
         self.capacity = capacity
         self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
-                           log_dir=cfg.results / f"ft{cfg.k}" / "fabric")
+                           log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver)
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
@@ -194,7 +194,8 @@ class Sweep:
             try:
                 outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
                                            on_started=traffic_started, warmup_s=rc.warmup_s,
-                                           on_starting=lambda: clock.mark("start_servers"))
+                                           on_starting=lambda: clock.mark("start_servers"),
+                                           ready=lambda: all_subflows_up(self.pm, flows, rc.subflows))
             finally:
                 monitors.stop()
                 event = self.during_runs.stop() if self.during_runs else None
@@ -298,6 +299,16 @@ def flow_key(f: FlowEndpoints) -> tuple:
 def client_connections(pm: UserspacePM) -> dict[tuple, Connection]:
     """The path manager's client-side data connections, keyed like flow_key."""
     return {(c.saddr, c.sport, c.daddr, c.dport): c for c in pm.connections() if not c.server_side}
+
+
+def all_subflows_up(pm: UserspacePM, flows: list[FlowEndpoints], subflows: int) -> bool:
+    """Whether every flow's data connection has all its subflows (for plain
+    TCP, connected is all there is)."""
+    if subflows == 1:
+        return True
+    conns = client_connections(pm)
+    return all(conns.get(flow_key(f)) is not None and conns[flow_key(f)].subflows_established >= subflows
+               for f in flows)
 
 
 def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:

@@ -105,8 +105,11 @@ def receiver_samples(server: dict | None, warmup_s: float) -> list[float]:
     return out
 
 
-class IperfDriver:
-    """Runs one set of flows for `time_s` seconds and reports what arrived."""
+class TrafficDriver:
+    """What every driver of long flows shares: how a run's flows get their
+    ports. A driver's run() sends every flow for warmup_s + time_s seconds
+    and returns one FlowOutcome per flow, measured at the receiver."""
+    name = ""
 
     def __init__(self, fabric: Fabric, procs: ProcessTracker):
         self.fabric = fabric
@@ -130,14 +133,32 @@ class IperfDriver:
             served[f.dst] += 1
         return out
 
+    def _wait_listening(self, flows: list[FlowEndpoints]) -> None:
+        wanted = defaultdict(set)
+        for f in flows:
+            wanted[f.dst].add(f.server_port)
+
+        def all_listening() -> bool:
+            return all(ports <= listening_ports(self.fabric.pid(h)) for h, ports in wanted.items())
+
+        if not wait_until(all_listening, LISTEN_TIMEOUT_S):
+            raise TrafficError(f"{self.name} servers not listening after {LISTEN_TIMEOUT_S} s")
+
+
+class IperfDriver(TrafficDriver):
+    """One iperf3 server and one client per flow, every client sending from
+    the moment it starts."""
+    name = "iperf3"
+
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,
-            bind_servers: bool = True, on_starting=None) -> list[FlowOutcome]:
+            bind_servers: bool = True, on_starting=None, ready=None) -> list[FlowOutcome]:
         """Send every flow for warmup_s + time_s seconds; `on_starting` is
         called once the servers listen, just before the first client starts,
         and `on_started` when the clients are started (monitors start there).
         `bind_servers=False` has each server listen on all of its host's
-        addresses: subflows that join on another address need that."""
+        addresses: subflows that join on another address need that.
+        `ready` is not used: an iperf3 client cannot hold its data back."""
         total_s = warmup_s + time_s
         logdir.mkdir(parents=True, exist_ok=True)
         wrap = ["mptcpize", "run"] if mptcp else []
@@ -169,17 +190,6 @@ class IperfDriver:
         late_ids = {id(p) for p in late}
         return [self._outcome(f, logdir, id(c) in late_ids, warmup_s)
                 for f, c in zip(flows, clients)]
-
-    def _wait_listening(self, flows: list[FlowEndpoints]) -> None:
-        wanted = defaultdict(set)
-        for f in flows:
-            wanted[f.dst].add(f.server_port)
-
-        def all_listening() -> bool:
-            return all(ports <= listening_ports(self.fabric.pid(h)) for h, ports in wanted.items())
-
-        if not wait_until(all_listening, LISTEN_TIMEOUT_S):
-            raise TrafficError(f"iperf3 servers not listening after {LISTEN_TIMEOUT_S} s")
 
     @staticmethod
     def _outcome(f: FlowEndpoints, logdir: Path, timed_out: bool, warmup_s: float) -> FlowOutcome:

@@ -95,12 +95,12 @@ def _setns(fd: int) -> None:
         raise OSError(err, f"setns: {os.strerror(err)}")
 
 
-def socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.socket:
-    """A netlink socket (NETLINK_GENERIC unless told otherwise) created in the
-    network namespace of ns_pid.
+def made_in_netns(ns_pid: int, make):
+    """make() run inside the network namespace of ns_pid, and its result: a
+    socket made there stays there.
 
-    setns() only moves the calling thread, and a socket stays in the
-    namespace it was created in, so: enter, create, and go straight back.
+    setns() only moves the calling thread, so: enter, make, and go straight
+    back.
     """
     target = os.open(f"/proc/{ns_pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
     try:
@@ -108,8 +108,7 @@ def socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.sock
         try:
             _setns(target)
             try:
-                sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
-                                     protocol)
+                return make()
             finally:
                 try:
                     _setns(home)
@@ -120,4 +119,10 @@ def socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.sock
             os.close(home)
     finally:
         os.close(target)
-    return sock
+
+
+def socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.socket:
+    """A netlink socket (NETLINK_GENERIC unless told otherwise) created in the
+    network namespace of ns_pid."""
+    return made_in_netns(ns_pid, lambda: socket.socket(
+        socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, protocol))

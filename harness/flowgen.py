@@ -1,0 +1,282 @@
+"""Long-lived bulk flows from one sender process and one receiver process,
+whatever the number of flows and hosts: `python -m harness.flowgen send` or
+`receive`, driven line by line over stdin/stdout by harness/socket_driver.py.
+
+Why not one iperf3 pair per flow: at FatTree(8) a run started 128 servers and
+128 clients (each MPTCP one wrapped in mptcpize) at once, and every client
+sent at full speed from its first moment. The connections' handshakes and
+the path manager's ~900 joins then queued behind full 100-packet queues (1.2 s
+each at 1 Mb/s) and met their retransmission timers. Here the sockets of all
+hosts live in two processes (each socket is made inside its host's network
+namespace with setns, and stays there), every connection is opened and given
+its subflows while the links are still empty, and data starts at one instant
+chosen by the harness, for all flows at once.
+
+Protocol (one JSON object per line):
+
+  receive   stdin  {"mptcp": bool, "flows": [{"index", "ns_pid", "ip", "port"}]}
+            stdout {"listening": n}
+            stdin  {"t0": monotonic}             when data will start
+            stdin  {"stop": true} (or EOF)      stop waiting for the senders' ends
+            stdout {"flows": [per flow: index, accepted, eof, bytes,
+                     per_second (bytes in each second since t0), early_bytes,
+                     first_data_s, error]}
+
+  send      stdin  {"mptcp": bool, "connect_timeout_s": s, "flows":
+                     [{"index", "ns_pid", "src_ip", "client_port", "dst_ip", "server_port"}]}
+            stdout {"connected": [index...], "failed": {index: error}}
+            stdin  {"go": monotonic t0, "seconds": s}   send from t0 for s seconds
+            stdout {"flows": [per flow: index, sent, error]}
+
+Right after connecting, each sender writes HELLO_BYTES: the server's
+acknowledgement of that first data is what makes an MPTCP client fully
+established, and the kernel opens no subflow before (ENOTCONN). The receiver
+counts those bytes as `early_bytes`, not as goodput.
+
+CLOCK_MONOTONIC is one clock for every process on the machine (no time
+namespaces are used), so the harness, the sender and the receiver share t0.
+
+Only the standard library and kernel/netlink.py (setns) are used: this runs
+as a plain child process of the harness.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import selectors
+import socket
+import sys
+import time
+
+from kernel.netlink import made_in_netns
+
+IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)   # 262 in include/uapi/linux/in.h
+HELLO_BYTES = 8
+CHUNK = 128 * 1024          # bytes per send(), as iperf3's default TCP block
+READ_BUFFER = 256 * 1024
+
+
+def _say(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+class _Control:
+    """Commands from the harness on stdin, read with os.read: a buffered
+    readline() could hold a second line where select() no longer sees it."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+        self._commands: list[dict] = []
+        self.closed = False
+
+    def fileno(self) -> int:
+        return 0
+
+    def read(self) -> None:
+        """Read what has arrived (blocks if nothing has)."""
+        data = os.read(0, 65536)
+        self.closed = not data
+        *lines, self._partial = (self._partial + data).split(b"\n")
+        self._commands += [json.loads(line) for line in lines if line.strip()]
+
+    def take(self) -> list[dict]:
+        taken, self._commands = self._commands, []
+        return taken
+
+    def next(self) -> dict:
+        """The next command, waiting for it; {} once stdin is closed."""
+        while not self._commands and not self.closed:
+            self.read()
+        return self._commands.pop(0) if self._commands else {}
+
+
+def _stream_socket(ns_pid: int, mptcp: bool) -> socket.socket:
+    proto = IPPROTO_MPTCP if mptcp else socket.IPPROTO_TCP
+    sock = made_in_netns(ns_pid, lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto))
+    # A port of the previous run may still be in TIME_WAIT.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    return sock
+
+
+def _error_text(err: int) -> str:
+    return f"{errno.errorcode.get(err, err)}: {os.strerror(err)}"
+
+
+# --- receiver -------------------------------------------------------------------
+
+class _Inbound:
+    """One flow's receiving side: its listener, then its one connection."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.conn: socket.socket | None = None
+        self.eof = False
+        self.total = 0
+        self.early = 0
+        self.per_second: list[int] = []
+        self.first_data_s: float | None = None
+        self.error: str | None = None
+
+    def count(self, nbytes: int, now: float, t0: float | None) -> None:
+        self.total += nbytes
+        if t0 is None or now < t0:
+            self.early += nbytes
+            return
+        second = int(now - t0)
+        if second >= len(self.per_second):
+            self.per_second.extend([0] * (second + 1 - len(self.per_second)))
+        self.per_second[second] += nbytes
+        if self.first_data_s is None:
+            self.first_data_s = float(second)
+
+    def result(self) -> dict:
+        return {"index": self.index, "accepted": self.conn is not None, "eof": self.eof,
+                "bytes": self.total, "early_bytes": self.early, "per_second": self.per_second,
+                "first_data_s": self.first_data_s, "error": self.error}
+
+
+def receive() -> None:
+    control = _Control()
+    spec = control.next()
+    sel = selectors.DefaultSelector()
+    flows = []
+    for f in spec["flows"]:
+        inbound = _Inbound(f["index"])
+        listener = _stream_socket(f["ns_pid"], spec["mptcp"])
+        listener.bind((f["ip"], f["port"]))
+        listener.listen(1)
+        listener.setblocking(False)
+        sel.register(listener, selectors.EVENT_READ, ("listener", inbound))
+        flows.append(inbound)
+    sel.register(control, selectors.EVENT_READ, ("control", None))
+    _say({"listening": len(flows)})
+    buf = bytearray(READ_BUFFER)
+    t0 = None
+    stopping = False
+    while not stopping and not all(f.eof or f.error for f in flows):
+        for key, _ in sel.select(timeout=1.0):
+            kind, inbound = key.data
+            now = time.monotonic()
+            if kind == "control":
+                control.read()
+                for command in control.take():
+                    if "t0" in command:
+                        t0 = float(command["t0"])
+                    stopping = stopping or bool(command.get("stop"))
+                if control.closed:
+                    stopping = True
+                    sel.unregister(control)
+            elif kind == "listener":
+                conn, _ = key.fileobj.accept()
+                conn.setblocking(False)
+                inbound.conn = conn
+                sel.unregister(key.fileobj)
+                key.fileobj.close()
+                sel.register(conn, selectors.EVENT_READ, ("conn", inbound))
+            else:
+                try:
+                    n = key.fileobj.recv_into(buf)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    inbound.error = _error_text(exc.errno or 0)
+                    sel.unregister(key.fileobj)
+                    continue
+                if n == 0:
+                    inbound.eof = True
+                    sel.unregister(key.fileobj)
+                else:
+                    inbound.count(n, now, t0)
+    _say({"flows": [f.result() for f in flows]})
+
+
+# --- sender ---------------------------------------------------------------------
+
+class _Outbound:
+    def __init__(self, spec: dict, sock: socket.socket):
+        self.index = spec["index"]
+        self.sock = sock
+        self.connected = False
+        self.sent = 0
+        self.error: str | None = None
+
+
+def _connect_all(spec: dict) -> list[_Outbound]:
+    """Open every connection at once (non-blocking) and wait for each to
+    connect or fail; then write each one's hello."""
+    sel = selectors.DefaultSelector()
+    flows = []
+    for f in spec["flows"]:
+        sock = _stream_socket(f["ns_pid"], spec["mptcp"])
+        sock.bind((f["src_ip"], f["client_port"]))
+        sock.setblocking(False)
+        out = _Outbound(f, sock)
+        err = sock.connect_ex((f["dst_ip"], f["server_port"]))
+        if err in (0, errno.EINPROGRESS):
+            sel.register(sock, selectors.EVENT_WRITE, out)
+        else:
+            out.error = _error_text(err)
+        flows.append(out)
+    deadline = time.monotonic() + float(spec["connect_timeout_s"])
+    while sel.get_map() and time.monotonic() < deadline:
+        for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
+            out = key.data
+            sel.unregister(out.sock)
+            err = out.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if err:
+                out.error = _error_text(err)
+            else:
+                out.connected = True
+                # The socket buffer is empty: the hello fits at once.
+                out.sock.send(bytes(HELLO_BYTES))
+    for key in list(sel.get_map().values()):
+        key.data.error = f"not connected after {spec['connect_timeout_s']} s"
+    sel.close()
+    return flows
+
+
+def send() -> None:
+    control = _Control()
+    spec = control.next()
+    flows = _connect_all(spec)
+    _say({"connected": [f.index for f in flows if f.connected],
+          "failed": {str(f.index): f.error for f in flows if not f.connected}})
+    command = control.next()
+    if "go" in command:
+        t0, seconds = float(command["go"]), float(command["seconds"])
+        _send_until(flows, t0, t0 + seconds)
+    for f in flows:
+        f.sock.close()
+    _say({"flows": [{"index": f.index, "sent": f.sent, "error": f.error} for f in flows]})
+
+
+def _send_until(flows: list[_Outbound], t0: float, end: float) -> None:
+    chunk = memoryview(bytes(CHUNK))
+    sel = selectors.DefaultSelector()
+    for f in flows:
+        if f.connected and f.error is None:
+            sel.register(f.sock, selectors.EVENT_WRITE, f)
+    time.sleep(max(0.0, t0 - time.monotonic()))
+    while sel.get_map():
+        left = end - time.monotonic()
+        if left <= 0:
+            break
+        for key, _ in sel.select(timeout=min(left, 1.0)):
+            f = key.data
+            try:
+                f.sent += f.sock.send(chunk)
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                f.error = _error_text(exc.errno or 0)
+                sel.unregister(f.sock)
+    sel.close()
+
+
+if __name__ == "__main__":
+    roles = {"send": send, "receive": receive}
+    if len(sys.argv) != 2 or sys.argv[1] not in roles:
+        sys.exit("usage: python -m harness.flowgen send|receive")
+    roles[sys.argv[1]]()

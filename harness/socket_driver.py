@@ -1,0 +1,164 @@
+"""Long flows from our own socket driver (harness/flowgen.py): one receiver
+and one sender process for all flows, every connection opened and given its
+subflows on empty links, and data released for all flows at one instant.
+
+The run's clock starts at that release (t0): warm-up and counted window are
+measured from it, so the connection set-up and the joins are not inside the
+warm-up as they are with iperf3. Goodput is what the receiver read, binned
+per second since t0.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.procs import ProcessTracker
+from harness.traffic import FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome, TrafficDriver, TrafficError
+
+REPO = Path(__file__).resolve().parents[1]
+CONNECT_TIMEOUT_S = 10.0
+# How long the connections may take to get all their subflows before data is
+# released anyway (the run then records the missing ones).
+READY_TIMEOUT_S = 30.0
+# After the senders stop: time for what is still queued to arrive.
+DRAIN_S = 10.0
+# Data is released this long after the command is sent, so both processes
+# have it before t0.
+RELEASE_LEAD_S = 0.2
+
+
+class _Child:
+    """A flowgen process: JSON lines in and out, each read with a deadline."""
+
+    def __init__(self, procs: ProcessTracker, role: str, log: Path):
+        # -P: the caller's working folder must not come first on the path.
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        with open(log, "wb") as err:
+            self.proc = procs.spawn(f"flowgen {role}", [sys.executable, "-P", "-m", "harness.flowgen", role],
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env)
+        self.role = role
+        self.log = log
+        self._partial = b""
+
+    def tell(self, command: dict) -> None:
+        try:
+            self.proc.stdin.write((json.dumps(command) + "\n").encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise TrafficError(f"flowgen {self.role} exited early: {self._log_tail()}") from None
+
+    def hear(self, timeout: float) -> dict | None:
+        """The next line it prints, or None if none comes within `timeout`."""
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._partial:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            data = os.read(fd, 1 << 20)
+            if not data:
+                raise TrafficError(f"flowgen {self.role} exited: {self._log_tail()}")
+            self._partial += data
+        line, self._partial = self._partial.split(b"\n", 1)
+        return json.loads(line)
+
+    def _log_tail(self) -> str:
+        try:
+            lines = self.log.read_text(errors="replace").strip().splitlines()
+        except OSError:
+            lines = []
+        return lines[-1] if lines else "no output"
+
+
+class SocketDriver(TrafficDriver):
+    name = "socket"
+
+    def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
+            logdir: Path, on_started=None, warmup_s: float = 0.0,
+            bind_servers: bool = True, on_starting=None, ready=None) -> list[FlowOutcome]:
+        """Send every flow for warmup_s + time_s seconds, counted from the
+        release. `on_starting` is called once the receivers listen, just
+        before the first connection opens; `ready()`, polled once every
+        connection is open, says whether all subflows are there (None: do
+        not wait); `on_started` is called at the release."""
+        total_s = warmup_s + time_s
+        logdir.mkdir(parents=True, exist_ok=True)
+        receiver = _Child(self.procs, "receive", logdir / "flowgen-receive.log")
+        sender = None
+        try:
+            receiver.tell({"mptcp": mptcp, "flows": [
+                {"index": f.index, "ns_pid": self.fabric.pid(f.dst), "port": f.server_port,
+                 "ip": f.dst_ip if bind_servers else "0.0.0.0"} for f in flows]})
+            if receiver.hear(LISTEN_TIMEOUT_S) is None:
+                raise TrafficError(f"flowgen receiver not listening after {LISTEN_TIMEOUT_S} s")
+            if on_starting:
+                on_starting()
+            sender = _Child(self.procs, "send", logdir / "flowgen-send.log")
+            sender.tell({"mptcp": mptcp, "connect_timeout_s": CONNECT_TIMEOUT_S, "flows": [
+                {"index": f.index, "ns_pid": self.fabric.pid(f.src), "src_ip": f.src_ip,
+                 "client_port": f.client_port, "dst_ip": f.dst_ip, "server_port": f.server_port}
+                for f in flows]})
+            opened = sender.hear(CONNECT_TIMEOUT_S + LISTEN_TIMEOUT_S)
+            if opened is None:
+                raise TrafficError("flowgen sender did not report its connections")
+            ready_s = self._wait_ready(ready)
+            t0 = time.monotonic() + RELEASE_LEAD_S
+            receiver.tell({"t0": t0})
+            sender.tell({"go": t0, "seconds": total_s})
+            if on_started:
+                on_started()
+            sent = sender.hear(RELEASE_LEAD_S + total_s + FINISH_GRACE_S)
+            received = receiver.hear(DRAIN_S)
+            if received is None:
+                receiver.tell({"stop": True})
+                received = receiver.hear(5.0)
+        finally:
+            self.procs.stop([receiver.proc] + ([sender.proc] if sender else []))
+        record = {"opened": opened, "ready_wait_s": ready_s, "sent": sent, "received": received,
+                  "warmup_s": warmup_s, "time_s": time_s}
+        (logdir / "flowgen.json").write_text(json.dumps(record))
+        return outcomes(flows, record)
+
+    @staticmethod
+    def _wait_ready(ready) -> float | None:
+        if ready is None:
+            return None
+        start = time.monotonic()
+        while not ready() and time.monotonic() - start < READY_TIMEOUT_S:
+            time.sleep(0.05)
+        return round(time.monotonic() - start, 3)
+
+
+def outcomes(flows: list[FlowEndpoints], record: dict) -> list[FlowOutcome]:
+    """One FlowOutcome per flow from the sender's and receiver's reports."""
+    warmup_s, total_s = record["warmup_s"], record["warmup_s"] + record["time_s"]
+    failed = (record["opened"] or {}).get("failed", {})
+    sent = {r["index"]: r for r in (record["sent"] or {}).get("flows", [])}
+    received = {r["index"]: r for r in (record["received"] or {}).get("flows", [])}
+    seconds = int(total_s + 0.05)
+    out = []
+    for f in flows:
+        got = received.get(f.index)
+        per_second = list((got or {}).get("per_second", []))[:seconds]
+        per_second += [0] * (seconds - len(per_second))
+        counted = [b for i, b in enumerate(per_second) if i >= warmup_s - 0.05]
+        goodput = 8.0 * sum(counted) / len(counted) / 1e6 if counted else 0.0
+        whole = 8.0 * sum(per_second) / seconds / 1e6 if seconds else 0.0
+        timed_out = record["sent"] is None
+        error = (failed.get(str(f.index)) or (sent.get(f.index) or {}).get("error")
+                 or (got or {}).get("error"))
+        if timed_out:
+            error = error or "the sender did not finish in time"
+        elif got is None:
+            error = error or "no receiver-side result"
+        elif not got["accepted"]:
+            error = error or "the receiver never accepted the connection"
+        out.append(FlowOutcome(f, round(goodput, 4), float(len(counted)), error, timed_out,
+                               round(whole, 4), (got or {}).get("first_data_s"),
+                               [round(8.0 * b / 1e6, 3) for b in per_second]))
+    return out
