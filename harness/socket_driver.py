@@ -77,6 +77,7 @@ class _Child:
 
 class SocketDriver(TrafficDriver):
     name = "socket"
+    released_at: float | None = None    # time.monotonic() of the last run's release
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,
@@ -108,6 +109,7 @@ class SocketDriver(TrafficDriver):
                 raise TrafficError("flowgen sender did not report its connections")
             ready_s = self._wait_ready(ready)
             t0 = time.monotonic() + RELEASE_LEAD_S
+            self.released_at = t0
             receiver.tell({"t0": t0})
             sender.tell({"go": t0, "seconds": total_s})
             if on_started:

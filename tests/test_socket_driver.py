@@ -1,0 +1,88 @@
+"""The socket driver (harness/flowgen.py, harness/socket_driver.py): every
+connection has all its subflows before the first data byte, as the path
+manager's own records show, and goodput is counted from the release."""
+import pytest
+
+from harness.config import LinkParams, SweepConfig
+from harness.socket_driver import outcomes
+from harness.sweep import Sweep, all_subflows_up, client_connections, flow_key
+from harness.traffic import FlowEndpoints
+from tests.conftest import needs_root
+from workloads import Flow
+
+MB = 125_000   # bytes in one second at 1 Mb/s
+
+
+def endpoints(n: int) -> list[FlowEndpoints]:
+    return [FlowEndpoints(i, "h0", "h1", "10.0.0.1", "10.0.0.2", 40000 + i, 5201 + i) for i in range(n)]
+
+
+def test_goodput_counts_the_seconds_after_the_warmup_from_the_release():
+    record = {"warmup_s": 2, "time_s": 3, "opened": {"connected": [0], "failed": {}},
+              "sent": {"flows": [{"index": 0, "sent": 1, "error": None}]},
+              "received": {"flows": [{"index": 0, "accepted": True, "eof": True, "bytes": 0,
+                                      "early_bytes": 8, "first_data_s": 0.0,
+                                      # 2 s of warm-up at 1 Mb/s, 3 counted at 4, 1 after the end
+                                      "per_second": [MB, MB, 4 * MB, 4 * MB, 4 * MB, 9 * MB],
+                                      "error": None}]}}
+    [o] = outcomes(endpoints(1), record)
+    assert o.error is None and not o.timed_out
+    assert o.goodput_mbps == pytest.approx(4.0) and o.seconds == 3
+    assert o.whole_mbps == pytest.approx((2 + 12) / 5)
+    assert o.per_second_mbps == [1.0, 1.0, 4.0, 4.0, 4.0]
+
+
+def test_a_stalled_flow_counts_its_silent_seconds_and_a_refused_one_its_error():
+    record = {"warmup_s": 1, "time_s": 3, "opened": {"connected": [0], "failed": {"1": "ECONNREFUSED"}},
+              "sent": {"flows": [{"index": 0, "sent": 1, "error": None},
+                                 {"index": 1, "sent": 0, "error": "ECONNREFUSED"}]},
+              "received": {"flows": [
+                  {"index": 0, "accepted": True, "eof": True, "bytes": 0, "early_bytes": 8,
+                   "first_data_s": 0.0, "per_second": [MB, 3 * MB], "error": None},
+                  {"index": 1, "accepted": False, "eof": False, "bytes": 0, "early_bytes": 0,
+                   "first_data_s": None, "per_second": [], "error": None}]}}
+    stalled, refused = outcomes(endpoints(2), record)
+    assert stalled.goodput_mbps == pytest.approx(1.0) and stalled.seconds == 3   # 3 Mb over 3 s
+    assert refused.error == "ECONNREFUSED" and refused.goodput_mbps == 0
+
+
+def test_a_sender_that_never_reports_times_every_flow_out():
+    record = {"warmup_s": 0, "time_s": 2, "opened": {"connected": [0], "failed": {}},
+              "sent": None, "received": None}
+    [o] = outcomes(endpoints(1), record)
+    assert o.timed_out and o.error and o.goodput_mbps == 0
+
+
+@pytest.fixture(scope="module")
+def ft4(tmp_path_factory):
+    cfg = SweepConfig(k=4, link=LinkParams(bw_mbps=10), seed=1, fabric="l3", driver="socket",
+                      results=tmp_path_factory.mktemp("results"))
+    sweep = Sweep(cfg, say=lambda *_: None)
+    try:
+        sweep.open()
+        yield sweep
+    finally:
+        sweep.close()
+
+
+@needs_root
+@pytest.mark.parametrize("subflows", [1, 8])
+def test_every_subflow_is_up_before_the_first_data(ft4, tmp_path, subflows):
+    """Four flows between pods: MPTCP connections have all 8 subflows
+    (MPTCP_EVENT_SUB_ESTABLISHED, counted by the path manager) before the
+    release, and every flow carries data from its first second."""
+    flows = ft4.driver.endpoints([Flow(f"h0_{e}_{i}", f"h2_{e}_{i}") for e in (0, 1) for i in (0, 1)])
+    ft4.arm_path_manager(flows, subflows)
+    outs = ft4.driver.run(flows, subflows > 1, 3, tmp_path, warmup_s=1,
+                          ready=lambda: all_subflows_up(ft4.pm, flows, subflows))
+    assert all(o.error is None and o.goodput_mbps > 0 for o in outs), \
+        [(o.endpoints.src, o.error, o.goodput_mbps) for o in outs]
+    assert all(o.per_second_mbps[0] > 0 for o in outs), [o.per_second_mbps for o in outs]
+    if subflows > 1:
+        conns = client_connections(ft4.pm)
+        for f in flows:
+            c = conns[flow_key(f)]
+            assert c.subflows_established == subflows
+            assert c.last_subflow_at < ft4.driver.released_at
+    else:
+        assert ft4.pm.connections() == []
