@@ -2,7 +2,7 @@
 """Start-up benchmark: where the first seconds of a FatTree run go, per k.
 
     sudo .venv/bin/python bench/startup.py [--k 4,6,8] [--subflows 1,8] [--bw MBPS]
-        [--time 4] [--spawns 100] [--results DIR]
+        [--time 4] [--spawns 100] [--results DIR] [--driver iperf3,socket] [--no-spawns]
 
 Part 1, per process: the CPU and wall time of starting one short process the
 ways a run starts its iperf3s: plain (`true`), entering a host's namespaces
@@ -82,23 +82,24 @@ def per_process(n: int) -> None:
 
 
 def sweep_startup(k: int, subflows: tuple[int, ...], bw: float, time_s: float,
-                  results: Path) -> list[dict]:
+                  results: Path, driver: str) -> list[dict]:
     cfg = SweepConfig(k=k, subflows=subflows, link=LinkParams(bw_mbps=bw), time_s=time_s,
-                      results=results / f"ft{k}")
+                      results=results / f"ft{k}-{driver}", driver=driver)
     cal = capacity.calibration_for(cfg.fabric, say=lambda m: print(f"    {m}", flush=True))
     verdict = capacity.judge(cfg, cal)
     if not verdict.fits:
         cfg = cfg.replace(link=LinkParams(bw_mbps=verdict.suggested_bw_mbps))
         verdict = capacity.judge(cfg, cal)
-    print(f"--- FatTree({k}) at {cfg.link.bw_mbps:g} Mb/s ({verdict.reason()})", flush=True)
+    print(f"--- FatTree({k}) at {cfg.link.bw_mbps:g} Mb/s, driver {driver} ({verdict.reason()})",
+          flush=True)
     records = []
     for path in Sweep(cfg, say=lambda m: print(f"    {m}", flush=True), capacity=verdict).run():
         records.append(json.loads((path / "run.json").read_text()))
     return records
 
 
-def show(k: int, records: list[dict]) -> None:
-    print(f"\n=== FatTree({k}): the start of each run, from run.json `startup` "
+def show(k: int, driver: str, records: list[dict]) -> None:
+    print(f"\n=== FatTree({k}), driver {driver}: the start of each run, from run.json `startup` "
           f"(seconds from the first client's start; phases: wall s / machine CPU core-s) ===")
     print(f"{'run':<9} {'bw':>4} {'flows':>5} " + " ".join(f"{p:>18}" for p in PHASES)
           + f" {'established':>11} {'last conn':>9} {'complete':>8} {'cpu %':>6} {'mon %':>6}  flags")
@@ -125,12 +126,17 @@ def main() -> int:
     ap.add_argument("--time", type=float, default=4.0, help="seconds counted per run")
     ap.add_argument("--spawns", type=int, default=100)
     ap.add_argument("--results", type=Path, default=None)
+    ap.add_argument("--driver", default="iperf3", help="iperf3, socket, or both: iperf3,socket")
+    ap.add_argument("--no-spawns", action="store_true", help="skip part 1")
     args = ap.parse_args()
-    per_process(args.spawns)
+    if not args.no_spawns:
+        per_process(args.spawns)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
         results = args.results or Path(tmp)
         for k in args.k:
-            show(k, sweep_startup(k, parse_subflows(args.subflows), args.bw, args.time, results))
+            for driver in args.driver.split(","):
+                show(k, driver, sweep_startup(k, parse_subflows(args.subflows), args.bw, args.time,
+                                              results, driver))
     return 0
 
 

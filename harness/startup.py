@@ -84,6 +84,15 @@ def startup_record(clock: PhaseClock, connections: dict[tuple, object], flow_key
         return record
     done_at = max(max(established), max(joined, default=first))
     record["complete_s"] = since(done_at)
+    if done_at <= clock.at("start_clients"):
+        # All was up before the data was released (the socket driver): the
+        # start_clients phase, measured between /proc/stat marks, covers it.
+        ph = phases["start_clients"]
+        cores = os.cpu_count() or 1
+        if ph["wall_s"] > 0:
+            record["cpu_until_complete_pct"] = round(
+                100 * ph["cpu_core_s"] / (ph["wall_s"] * cores), 1)
+        return record
     # The CPU samples that cover the start-up: up to the first one taken after it.
     covering = []
     for s in cpu_samples:
