@@ -16,7 +16,7 @@ Protocol (one JSON object per line):
 
   receive   stdin  {"mptcp": bool, "flows": [{"index", "ns_pid", "ip", "port"}]}
             stdout {"listening": n}
-            stdin  {"t0": monotonic}             when data will start
+            stdin  {"t0": monotonic, "end": monotonic}   when data starts and stops
             stdin  {"stop": true} (or EOF)      stop waiting for the senders' ends
             stdout {"flows": [per flow: index, accepted, eof, bytes,
                      per_second (bytes in each second since t0), early_bytes,
@@ -46,6 +46,7 @@ import json
 import os
 import selectors
 import socket
+import struct
 import sys
 import time
 
@@ -98,6 +99,17 @@ def _stream_socket(ns_pid: int, mptcp: bool) -> socket.socket:
     # A port of the previous run may still be in TIME_WAIT.
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     return sock
+
+
+def _abort(sock: socket.socket) -> None:
+    """Close with a reset (SO_LINGER 0; MPTCP sends MP_FASTCLOSE): what is
+    still queued is dropped, so nothing of this run goes on crossing the
+    fabric into the next one."""
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    sock.close()
 
 
 def _error_text(err: int) -> str:
@@ -153,7 +165,7 @@ def receive() -> None:
     sel.register(control, selectors.EVENT_READ, ("control", None))
     _say({"listening": len(flows)})
     buf = bytearray(READ_BUFFER)
-    t0 = None
+    t0 = end = None
     stopping = False
     while not stopping and not all(f.eof or f.error for f in flows):
         for key, _ in sel.select(timeout=1.0):
@@ -163,7 +175,7 @@ def receive() -> None:
                 control.read()
                 for command in control.take():
                     if "t0" in command:
-                        t0 = float(command["t0"])
+                        t0, end = float(command["t0"]), float(command["end"])
                     stopping = stopping or bool(command.get("stop"))
                 if control.closed:
                     stopping = True
@@ -181,14 +193,20 @@ def receive() -> None:
                 except BlockingIOError:
                     continue
                 except OSError as exc:
-                    inbound.error = _error_text(exc.errno or 0)
                     sel.unregister(key.fileobj)
+                    if end is not None and now >= end and exc.errno == errno.ECONNRESET:
+                        inbound.eof = True      # the sender's reset at the end
+                    else:
+                        inbound.error = _error_text(exc.errno or 0)
                     continue
                 if n == 0:
                     inbound.eof = True
                     sel.unregister(key.fileobj)
                 else:
                     inbound.count(n, now, t0)
+    for f in flows:
+        if f.conn is not None:
+            _abort(f.conn)
     _say({"flows": [f.result() for f in flows]})
 
 
@@ -248,7 +266,7 @@ def send() -> None:
         t0, seconds = float(command["go"]), float(command["seconds"])
         _send_until(flows, t0, t0 + seconds)
     for f in flows:
-        f.sock.close()
+        _abort(f.sock)
     _say({"flows": [{"index": f.index, "sent": f.sent, "error": f.error} for f in flows]})
 
 

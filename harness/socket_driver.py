@@ -110,7 +110,7 @@ class SocketDriver(TrafficDriver):
             ready_s = self._wait_ready(ready)
             t0 = time.monotonic() + RELEASE_LEAD_S
             self.released_at = t0
-            receiver.tell({"t0": t0})
+            receiver.tell({"t0": t0, "end": t0 + total_s})
             sender.tell({"go": t0, "seconds": total_s})
             if on_started:
                 on_started()
