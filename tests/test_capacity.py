@@ -126,9 +126,17 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
             p.wait(timeout=10)
     assert "busy before it" in loaded.under_load, loaded
     assert not capacity.cache_path("l3").exists()
+    # Once the loops are gone the machine is not taken as loaded. Whether the
+    # repeats agree is the measurement's own noise (CI once saw 0.44, 0.60 and
+    # 0.80 core-s per Gbit-hop on a quiet machine), tested on its own below;
+    # a disagreeing calibration is not cached either, which is all it can do.
     quiet = capacity.calibration_for("l3", say=lambda _: None)
-    assert quiet.under_load == "", quiet
-    assert capacity.load("l3") == quiet
+    for sign_of_load in ("busy", "stolen", "no CPU above idle"):
+        assert sign_of_load not in quiet.under_load, quiet
+    if quiet.under_load == "":
+        assert capacity.load("l3") == quiet
+    else:
+        assert "repeats disagree" in quiet.under_load and not capacity.cache_path("l3").exists()
     assert capacity.judge(SweepConfig(k=4), quiet).fits, capacity.judge(SweepConfig(k=4), quiet).reason()
 
 
