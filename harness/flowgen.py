@@ -123,6 +123,7 @@ class _Inbound:
 
     def __init__(self, index: int):
         self.index = index
+        self.listener: socket.socket | None = None
         self.conn: socket.socket | None = None
         self.eof = False
         self.total = 0
@@ -158,8 +159,11 @@ def receive() -> None:
         inbound = _Inbound(f["index"])
         listener = _stream_socket(f["ns_pid"], spec["mptcp"])
         listener.bind((f["ip"], f["port"]))
-        listener.listen(1)
+        # One connection is accepted, but the backlog also bounds the SYN
+        # queue, where its up to 7 simultaneous MP_JOINs wait.
+        listener.listen(64)
         listener.setblocking(False)
+        inbound.listener = listener
         sel.register(listener, selectors.EVENT_READ, ("listener", inbound))
         flows.append(inbound)
     sel.register(control, selectors.EVENT_READ, ("control", None))
@@ -184,8 +188,9 @@ def receive() -> None:
                 conn, _ = key.fileobj.accept()
                 conn.setblocking(False)
                 inbound.conn = conn
+                # Unregistered but kept open (inbound.listener holds it): the
+                # connection's MP_JOIN SYNs arrive at the listener.
                 sel.unregister(key.fileobj)
-                key.fileobj.close()
                 sel.register(conn, selectors.EVENT_READ, ("conn", inbound))
             else:
                 try:
@@ -207,6 +212,7 @@ def receive() -> None:
     for f in flows:
         if f.conn is not None:
             _abort(f.conn)
+        f.listener.close()
     _say({"flows": [f.result() for f in flows]})
 
 
