@@ -83,7 +83,7 @@ from dataclasses import dataclass
 
 from mininet.topo import Topo
 
-from harness.config import ACCESS, CELL, WIFI, LinkParams
+from base.links import ACCESS, CELL, WIFI, LinkParams
 
 
 def intf_name(node: str, port: int) -> str:

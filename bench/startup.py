@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from harness import capacity  # noqa: E402
 from harness.cli import parse_subflows  # noqa: E402
 from harness.config import LinkParams, SweepConfig  # noqa: E402
-from harness.procs import ProcessTracker  # noqa: E402
+from base.procs import ProcessTracker  # noqa: E402
 from harness.sweep import Sweep  # noqa: E402
 
 PHASES = ("reconfigure_hosts", "bookkeeping", "start_servers", "start_clients", "connect_and_join")

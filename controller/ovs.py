@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from base.platform import openvswitch_kernel_datapath
-from harness.procs import CommandError, ProcessTracker, run
+from base.procs import CommandError, ProcessTracker, run
 
 SCHEMA = Path("/usr/share/openvswitch/vswitch.ovsschema")
 START_TIMEOUT_S = 20

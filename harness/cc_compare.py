@@ -23,7 +23,7 @@ from pathlib import Path
 
 from harness.config import CC_SCHEMES, CcCompareConfig
 from harness.fabric import Fabric
-from harness.procs import CommandError
+from base.procs import CommandError
 from harness.sweep import Sweep, eta
 
 

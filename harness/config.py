@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from base.errors import ConfigError  # noqa: F401  (re-exported: the CLI's error type)
+from base.links import ACCESS, CELL, WIFI, LinkParams, buffer_pkts  # noqa: F401  (re-exported)
 from base.platform import btf_has, openvswitch_kernel_datapath
+from kernel.coupled_cc import COUPLED
 
 WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
 FABRICS = ("l3", "openflow", "openflow-reactive")
@@ -20,7 +22,7 @@ FABRICS = ("l3", "openflow", "openflow-reactive")
 DRIVERS = ("iperf3", "socket")
 # Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run
 # by kernel/coupled_cc.py), then uncoupled ones the kernel ships.
-COUPLED_CONGESTION_CONTROLS = ("lia", "olia", "ewtcp")
+COUPLED_CONGESTION_CONTROLS = COUPLED
 CONGESTION_CONTROLS = (*COUPLED_CONGESTION_CONTROLS, "reno", "cubic", "bbr")
 # The paper's MPTCP is LIA (RFC 6356); with one subflow, or on plain TCP, it
 # is Reno. `--cc reno` gives the kernel's uncoupled subflows.
@@ -131,50 +133,6 @@ def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: s
     check_cc(cc)
 
 
-@dataclass(frozen=True)
-class LinkParams:
-    """What every link of the fabric is shaped to, in both directions."""
-    bw_mbps: float = 10.0
-    queue_pkts: int = 100
-    # Segmentation offloads on the hosts' interfaces. Off, every packet in the
-    # fabric is one MTU frame, so a queue limit in packets means packets.
-    offload: bool = False
-    # One-way propagation delay, its jitter (uniform within +-jitter, never
-    # reordering) and random loss, each applied in both directions as
-    # Mininet's TCLink does (harness/links.py says how, with or without netem).
-    delay_ms: float = 0.0
-    jitter_ms: float = 0.0
-    loss_pct: float = 0.0
-
-    @property
-    def impaired(self) -> bool:
-        """True if the link has delay, jitter or loss on top of rate and queue."""
-        return bool(self.delay_ms or self.jitter_ms or self.loss_pct)
-
-    def validate(self) -> None:
-        if not 0.01 <= self.bw_mbps <= 10000:
-            raise ConfigError(f"--bw {self.bw_mbps}: link rate must be within 0.01..10000 Mb/s")
-        if not 2 <= self.queue_pkts <= 100000:
-            raise ConfigError(f"--queue {self.queue_pkts}: queue length must be within 2..100000 packets")
-        if not 0 <= self.delay_ms <= 10000:
-            raise ConfigError(f"delay {self.delay_ms} ms: one-way delay must be within 0..10000 ms")
-        if not 0 <= self.jitter_ms <= self.delay_ms:
-            raise ConfigError(f"jitter {self.jitter_ms} ms: must be within 0..delay ({self.delay_ms} ms)")
-        if not 0 <= self.loss_pct < 100:
-            raise ConfigError(f"loss {self.loss_pct} %: must be within 0..100 %")
-
-
-def buffer_pkts(bw_mbps: float, buffer_ms: float) -> int:
-    """A buffer given in time (the paper's "80 ms of buffer") in MTU packets."""
-    return max(2, round(bw_mbps * 1e6 * buffer_ms / 1000 / (1514 * 8)))
-
-
-# The WiFi + 3G paths of CS244 '14 (NSDI 2012, Fig. 4): WiFi 8 Mb/s, 20 ms RTT,
-# 80 ms of buffer; 3G 2 Mb/s, 150 ms RTT, 2 s of buffer. Delay is one-way.
-WIFI = LinkParams(bw_mbps=8.0, queue_pkts=buffer_pkts(8.0, 80), delay_ms=10.0)
-CELL = LinkParams(bw_mbps=2.0, queue_pkts=buffer_pkts(2.0, 2000), delay_ms=75.0)
-# A link that is never the bottleneck: fast, and deep enough never to drop.
-ACCESS = LinkParams(bw_mbps=1000.0, queue_pkts=1000)
 
 
 @dataclass(frozen=True)

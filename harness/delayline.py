@@ -291,7 +291,7 @@ class DelayLine:
     READY_TIMEOUT_S = 10.0
 
     def __init__(self, specs: list[QueueSpec], procs):
-        """`procs`: the harness.procs.ProcessTracker that owns the process."""
+        """`procs`: the base.procs.ProcessTracker that owns the process."""
         self.specs = specs
         self.procs = procs
         self.proc = None

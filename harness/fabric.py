@@ -29,7 +29,7 @@ from dctopo import DCTopo, Interface, intf_name
 from harness import links
 from harness.config import LinkParams
 from harness.delayline import DelayLine, QueueSpec
-from harness.procs import CommandError, ProcessTracker, run
+from base.procs import CommandError, ProcessTracker, run
 
 NODE_SCRIPT_TIMEOUT = 60
 

@@ -44,7 +44,7 @@ from controller.ovs import OvsInstance, kernel_datapath_available
 from dctopo import DCTopo, Interface
 from harness.config import LinkParams
 from harness.fabric import Fabric, NsNode, _batch, _sysctl, common_sysctls
-from harness.procs import CommandError, run
+from base.procs import CommandError, run
 
 READY_TIMEOUT_S = 60
 # Open vSwitch probes an idle controller connection after this long and drops

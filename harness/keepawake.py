@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-from harness.procs import ProcessTracker
+from base.procs import ProcessTracker
 
 _LOOP = ("import os\n"
          "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"

@@ -17,7 +17,7 @@ from dctopo import DCTopo
 from harness.config import LinkParams
 from harness.fabric import Fabric
 from harness.fabrics import FABRICS
-from harness.procs import ProcessTracker, run
+from base.procs import ProcessTracker, run
 from harness.drivers import DRIVERS
 from kernel import transport
 from kernel.coupled_cc import CoupledCC

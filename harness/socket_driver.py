@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness.procs import ProcessTracker
+from base.procs import ProcessTracker
 from harness.traffic import FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome, TrafficDriver, TrafficError
 
 REPO = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.fabric import Fabric, wait_until
-from harness.procs import ProcessTracker
+from base.procs import ProcessTracker
 from kernel.transport import listening_ports
 from workloads import Flow
 

@@ -29,11 +29,11 @@ import logging
 import time
 from pathlib import Path
 
-from harness.config import COUPLED_CONGESTION_CONTROLS, ConfigError
-from harness.procs import CommandError, run
-from harness.procs import ProcessTracker
+from base.errors import ConfigError
+from base.procs import CommandError, ProcessTracker, run
 
-COUPLED = COUPLED_CONGESTION_CONTROLS
+# The coupled algorithms kernel/bpf implements, by the name each registers.
+COUPLED = ("lia", "olia", "ewtcp")
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 LOADER = BPF_DIR / "build" / "cc_loader"
 OBJECT = BPF_DIR / "build" / "mptcp_cc.bpf.o"

@@ -5,7 +5,7 @@ import os
 import shutil
 from pathlib import Path
 
-from harness.config import ConfigError
+from base.errors import ConfigError
 
 # Binaries a run needs, and the Debian package that ships each one.
 BINARIES = {

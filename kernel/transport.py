@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from base.platform import sysctl_exists
-from harness.procs import run
+from base.procs import run
 
 # Client ports of flows are fixed (see harness/traffic.py) above this range,
 # so ephemeral ports of extra subflows never collide with them.

@@ -32,7 +32,7 @@ def test_hot_window_is_the_middle_third_of_the_counted_time():
 def _class_rate(fabric, node: str, intf: str) -> str:
     """The HTB class 1:1 rate of an interface as tc prints it ("10Mbit").
     This iproute2 prints classes as text even when asked for JSON."""
-    from harness.procs import run
+    from base.procs import run
     out = run(["tc", "class", "show", "dev", intf], timeout=10, ns_pid=fabric.pid(node)).stdout
     [rate] = re.findall(r"^class htb 1:1 .*? rate (\S+)", out, re.M)
     return rate

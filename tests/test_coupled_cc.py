@@ -15,7 +15,7 @@ import pytest
 from dctopo import TwoPaths
 from harness.config import LinkParams
 from harness.network import Network
-from harness.procs import run
+from base.procs import run
 from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from kernel import coupled_cc
 from tests.conftest import kernel_has, needs_root

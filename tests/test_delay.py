@@ -22,7 +22,7 @@ from harness import links
 from harness.config import LinkParams
 from harness.fabric import wait_until
 from harness.fabric_l3 import L3Fabric
-from harness.procs import ProcessTracker, run
+from base.procs import ProcessTracker, run
 from harness.traffic import FlowEndpoints, IperfDriver
 from kernel.transport import listening_ports, read_sysctls
 from tests.conftest import EMULATION_RTT_SLACK_MS, FULL_EMULATION, needs_root, stock_kernel_path

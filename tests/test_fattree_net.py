@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import LinkParams, SweepConfig
-from harness.procs import run
+from base.procs import run
 from harness.sweep import Sweep
 from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat
 from tests.conftest import FULL_EMULATION, needs_root

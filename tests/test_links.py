@@ -11,7 +11,7 @@ from dctopo import DCTopo
 from harness.config import LinkParams
 from harness.fabric_l3 import L3Fabric
 from harness.links import netem_in_flight_pkts, rate_change
-from harness.procs import ProcessTracker, run
+from base.procs import ProcessTracker, run
 from harness.traffic import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
 from workloads import Flow

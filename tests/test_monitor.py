@@ -336,7 +336,7 @@ def pair(no_leftovers):
     manager: the small network of tests/test_links.py."""
     from harness.config import LinkParams
     from harness.fabric_l3 import L3Fabric
-    from harness.procs import ProcessTracker, run
+    from base.procs import ProcessTracker, run
     from kernel import transport
     from kernel.mptcp_pm import UserspacePM
     from tests.test_links import TwoHostsOneRouter
@@ -359,7 +359,7 @@ def pair(no_leftovers):
 
 def slow_port(fabric, mbit: float) -> None:
     """r0's port towards h1 at `mbit`: the bottleneck queue builds there."""
-    from harness.procs import run
+    from base.procs import run
     run(["tc", "class", "change", "dev", "r0-eth1", "parent", "1:", "classid", "1:1", "htb",
          "rate", f"{mbit:g}mbit", "ceil", f"{mbit:g}mbit", "quantum", "1514"], 5, ns_pid=fabric.pid("r0"))
 
@@ -420,7 +420,7 @@ def test_utilisation_of_a_saturated_link_is_near_and_not_above_100_pct(pair, tmp
 def test_port_counters_agree_with_ip_and_tc(pair, tmp_path):
     """A PortMonitor read sandwiched between two `ip`/`tc` reads (or the other
     way round) on a port that is still busy."""
-    from harness.procs import run
+    from base.procs import run
     fabric, procs, _ = pair
     slow_port(fabric, 5)
     ports = PortMonitor({"r0": fabric.pid("r0")})
@@ -473,7 +473,7 @@ SS_SUBFLOW = re.compile(r"(\S+):(\d+)\s+(\S+):(\d+)\s*\n[^\n]*?token:[0-9a-f]+\(
 def ss_tokens(fabric, host) -> dict[int, tuple[int, int]]:
     """local port -> (server port, local MPTCP token) of every established
     MPTCP subflow in `host`, as `ss` (not our parser) reads them."""
-    from harness.procs import run
+    from base.procs import run
     out = run(["ss", "-tniH", "state", "established"], 5, ns_pid=fabric.pid(host)).stdout
     return {int(m[1]): (int(m[3]), int(m[4], 16)) for m in SS_SUBFLOW.findall(out)}
 
