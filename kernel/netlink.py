@@ -13,6 +13,8 @@ import os
 import socket
 import struct
 
+NETLINK_ROUTE = 0
+NETLINK_SOCK_DIAG = 4
 NETLINK_NETFILTER = 12
 NETLINK_GENERIC = 16
 SOL_NETLINK = 270
@@ -20,9 +22,11 @@ NETLINK_NO_ENOBUFS = 5
 
 NLM_F_REQUEST = 0x01
 NLM_F_ACK = 0x04
+NLM_F_DUMP = 0x300            # NLM_F_ROOT | NLM_F_MATCH
 NLM_F_CAPPED = 0x100          # set on NLMSG_ERROR: original payload omitted
 NLM_F_ACK_TLVS = 0x200        # set on NLMSG_ERROR: extack attributes follow
 NLMSG_ERROR = 2
+NLMSG_DONE = 3
 NLMSGERR_ATTR_MSG = 1
 NLA_F_NESTED = 0x8000
 NLA_TYPE_MASK = 0x3FFF        # strips NLA_F_NESTED / NLA_F_NET_BYTEORDER
@@ -126,3 +130,104 @@ def socket_in_netns(ns_pid: int, protocol: int = NETLINK_GENERIC) -> socket.sock
     network namespace of ns_pid."""
     return made_in_netns(ns_pid, lambda: socket.socket(
         socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, protocol))
+
+
+# --- dumps and batched requests (the monitors' rtnetlink and sock_diag) ---------
+
+_DUMP_TIMEOUT_S = 2.0
+_RECV_BYTES = 1 << 16         # above the kernel's 32 KiB dump chunks
+REQUESTS_PER_SEND = 32        # sock_diag replies are ~0.5 KB (a few KB of buffer each)
+
+
+class DumpSocket:
+    """One netlink socket created inside a namespace, for dumps and batches
+    of single requests.
+
+    Used by one thread at a time (the sampler's, or the caller's when the
+    monitor is not running)."""
+
+    def __init__(self, ns_pid: int, protocol: int):
+        self.sock = socket_in_netns(ns_pid, protocol)
+        try:
+            self.sock.bind((0, 0))
+            self.sock.settimeout(_DUMP_TIMEOUT_S)
+        except BaseException:
+            self.sock.close()
+            raise
+        self.seq = 0
+
+    def _next_seq(self) -> int:
+        self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
+        return self.seq
+
+    def dump(self, msg_type: int, payload: bytes) -> list[tuple[int, bytes]]:
+        """Send a dump request; return (type, payload) of every reply message."""
+        seq = self._next_seq()
+        self.sock.send(NLMSGHDR.pack(NLMSGHDR.size + len(payload), msg_type,
+                                      NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + payload)
+        replies = []
+        while True:
+            for kind, flags, mseq, body in split_messages(self.sock.recv(_RECV_BYTES)):
+                if mseq != seq:
+                    continue  # the tail of an earlier exchange that timed out
+                if kind == NLMSG_DONE:
+                    return replies
+                if kind == NLMSG_ERROR:
+                    err, _, text = parse_error(flags, body)
+                    if err:
+                        raise OSError(err, f"netlink dump {msg_type}: {text}".rstrip(": "))
+                    continue
+                replies.append((kind, body))
+
+    def requests(self, msg_type: int, payloads: list[bytes]) -> list[bytes | int]:
+        """One non-dump request per payload; return, in order, each one's
+        reply payload or, for a request that failed, its errno.
+
+        Requests go REQUESTS_PER_SEND to a datagram (the kernel handles each
+        message of a datagram in turn): one system call instead of one per
+        request, and few enough replies at a time to fit the receive buffer
+        (a reply that does not fit is dropped)."""
+        out: list[bytes | int] = []
+        for i in range(0, len(payloads), REQUESTS_PER_SEND):
+            out += self._request_batch(msg_type, payloads[i:i + REQUESTS_PER_SEND])
+        return out
+
+    def _request_batch(self, msg_type: int, payloads: list[bytes]) -> list[bytes | int]:
+        seqs = [self._next_seq() for _ in payloads]
+        self.sock.send(b"".join(
+            NLMSGHDR.pack(NLMSGHDR.size + len(p), msg_type, NLM_F_REQUEST, seq, 0) + p
+            for seq, p in zip(seqs, payloads)))
+        index = {seq: i for i, seq in enumerate(seqs)}
+        replies: list[bytes | int | None] = [None] * len(payloads)
+        pending = len(payloads)
+        while pending:
+            for kind, flags, seq, body in split_messages(self.sock.recv(_RECV_BYTES)):
+                i = index.get(seq)
+                if i is None or replies[i] is not None:
+                    continue  # an earlier exchange's late reply
+                if kind == NLMSG_ERROR:
+                    err, _, _ = parse_error(flags, body)
+                    if not err:
+                        continue  # an ack, which was not asked for
+                    replies[i] = err
+                else:
+                    replies[i] = body
+                pending -= 1
+        return replies
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def attr_at(buf: bytes, start: int, end: int, kind: int) -> tuple[int, int] | None:
+    """(start, end) of the payload of the first attribute `kind` among the
+    attributes in buf[start:end]. Offsets, not slices: the monitors parse
+    thousands of messages a second and only need a few fields of each."""
+    while start + NLATTR.size <= end:
+        length, k = NLATTR.unpack_from(buf, start)
+        if length < NLATTR.size:
+            return None
+        if k & NLA_TYPE_MASK == kind:
+            return start + NLATTR.size, min(start + length, end)
+        start += (length + 3) & ~3
+    return None

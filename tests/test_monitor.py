@@ -1,4 +1,4 @@
-"""monitor.py: message parsing and utilisation arithmetic (no root), then the
+"""monitor/: message parsing and utilisation arithmetic (no root), then the
 samplers on real namespaces: queue samples bounded by the configured queue,
 utilisation of a saturated shaped link at (not above) 100 %, counters that
 agree with `ip` and `tc`, and RTT samples taken from the watched connection's
@@ -252,7 +252,7 @@ def test_port_summary_uses_samples_after_from_s():
 # --- the sampling machinery, the subflow monitor and the bundle (no root) ------------------
 
 
-class Failing(monitor._Sampler):
+class Failing(monitor.Sampler):
     def __init__(self):
         self._init_sampler(0.02)
         self.calls = 0
