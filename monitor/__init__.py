@@ -17,9 +17,11 @@ No subprocess is started while sampling. The netlink sockets are opened
 inside each namespace by start() (entering it with setns, as
 kernel/mptcp_pm.py does for its generic netlink sockets) and closed by stop():
 an open socket keeps its namespace alive, so none outlives its run. Messages
-are built and parsed with `struct` over kernel/netlink.py's DumpSocket, like mptcp_pm.py does (pyroute2 0.9 would
-wrap each socket in an asyncio loop and decode every attribute of every
-message; the few fields needed here are clearer spelled out). Every monitor
+are built and parsed with `struct` over kernel/netlink.py's DumpSocket, as
+mptcp_pm.py does. Not pyroute2: its 0.9 series wraps each socket in an
+asyncio loop and decodes every attribute of every message, where a sample
+needs a few fields of thousands of messages a second; so it is not a
+dependency either. Every monitor
 counts the CPU time its thread (and its set-up) used, so the cost of
 measuring is itself reported.
 
