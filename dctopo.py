@@ -120,6 +120,43 @@ class DCTopo(Topo):
                         ip=info.get(f"params{end}", {}).get("ip"), link=info.get("link")))
         return sorted(found, key=lambda i: i.port)
 
+    def port_map(self) -> dict[str, list[Interface]]:
+        """node -> its interfaces by port, for computations that look up many:
+        `interfaces()` scans every link on each call."""
+        return {node: self.interfaces(node) for node in self.nodes()}
+
+    def next_hops_to(self, dst: Interface, ports: dict[str, list[Interface]] | None = None
+                     ) -> dict[str, list[Interface]]:
+        """switch -> its interfaces on shortest paths to host interface `dst`:
+        on dst's own switch the one facing it, elsewhere those leading one
+        switch closer. Breadth-first over switches only (hosts never forward);
+        a switch that cannot reach dst without crossing a host is absent.
+        Both fabrics forward by this: kernel ECMP routes, OpenFlow groups."""
+        ports = ports or self.port_map()
+        dist = {dst.peer: 0}
+        queue = deque([dst.peer])
+        while queue:
+            node = queue.popleft()
+            for intf in ports[node]:
+                if self.isSwitch(intf.peer) and intf.peer not in dist:
+                    dist[intf.peer] = dist[node] + 1
+                    queue.append(intf.peer)
+        return {sw: ([i for i in ports[sw] if i.peer == dst.node and i.peer_port == dst.port] if d == 0
+                     else [i for i in ports[sw] if dist.get(i.peer) == d - 1])
+                for sw, d in dist.items()}
+
+    def next_hops(self) -> dict[str, dict[str, list[Interface]]]:
+        """switch -> host address -> the switch's interfaces on shortest
+        paths to it (`next_hops_to` for every addressed host interface)."""
+        ports = self.port_map()
+        table: dict[str, dict[str, list[Interface]]] = {s: {} for s in self.switches()}
+        for host in self.hosts():
+            for dst in ports[host]:
+                if dst.ip:
+                    for sw, hops in self.next_hops_to(dst, ports).items():
+                        table[sw][dst.ip.split("/")[0]] = hops
+        return table
+
     def host_addresses(self, host: str) -> list[str]:
         """Addresses (without prefix length) of a host's interfaces, by port."""
         return [i.ip.split("/")[0] for i in self.interfaces(host) if i.ip]

@@ -6,9 +6,10 @@ between host interfaces: a multi-homed host (DHFT) sends from the interface
 that owns the source address, so a path starts on that interface's switch.
 Hosts never forward, so the search runs over switches only.
 
-Enumeration is breadth-first distances from the destination, then a walk
-from the source that only takes ports leading one hop closer: the work is
-proportional to the paths produced, not to all walks (no blow-up at k=8).
+Enumeration walks from the source over the ports leading one hop closer to
+the destination (DCTopo.next_hops_to, which the kernel-routing fabric uses
+too): the work is proportional to the paths produced, not to all walks (no
+blow-up at k=8).
 """
 from __future__ import annotations
 
@@ -22,9 +23,8 @@ Ports = dict[str, list[Interface]]
 
 
 def port_map(topo: DCTopo) -> Ports:
-    """node -> its interfaces, by port. Built once per computation because
-    `DCTopo.interfaces` scans every link on each call."""
-    return {node: topo.interfaces(node) for node in topo.nodes()}
+    """node -> its interfaces, by port (DCTopo.port_map)."""
+    return topo.port_map()
 
 
 def host_interface(topo: DCTopo, address: str, ports: Ports | None = None) -> Interface:
@@ -38,41 +38,20 @@ def host_interface(topo: DCTopo, address: str, ports: Ports | None = None) -> In
     raise ValueError(f"no host interface has address {address}")
 
 
-def distances_to(topo: DCTopo, dst: Interface, ports: Ports) -> dict[str, int]:
-    """switch -> switch hops to the switch in front of `dst` (which is 0)."""
-    dist = {dst.peer: 0}
-    queue = deque([dst.peer])
-    while queue:
-        node = queue.popleft()
-        for intf in ports[node]:
-            if topo.isSwitch(intf.peer) and intf.peer not in dist:
-                dist[intf.peer] = dist[node] + 1
-                queue.append(intf.peer)
-    return dist
-
-
-def ports_toward(switch: str, dst: Interface, dist: dict[str, int], ports: Ports) -> list[Interface]:
-    """The switch's interfaces on shortest paths to `dst`: the one facing it
-    when the switch is its own, otherwise those one hop closer."""
-    if dist[switch] == 0:
-        return [i for i in ports[switch] if i.peer == dst.node and i.peer_port == dst.port]
-    return [i for i in ports[switch] if dist.get(i.peer) == dist[switch] - 1]
-
-
 def interface_paths(topo: DCTopo, src: Interface, dst: Interface,
                     ports: Ports | None = None) -> list[Path]:
     """Every shortest path from host interface `src` to host interface `dst`,
     sorted; empty when no path avoids the hosts (DHFT across planes)."""
     ports = ports or port_map(topo)
-    dist = distances_to(topo, dst, ports)
-    if src.peer not in dist:
+    toward = topo.next_hops_to(dst, ports)
+    if src.peer not in toward:
         return []
     found: list[Path] = []
 
     def walk(switch: str, in_port: int, hops: Path) -> None:
-        for out in ports_toward(switch, dst, dist, ports):
+        for out in toward[switch]:
             path = (*hops, (switch, in_port, out.port))
-            if dist[switch] == 0:
+            if out.peer == dst.node:
                 found.append(path)
             else:
                 walk(out.peer, out.peer_port, path)
@@ -102,15 +81,8 @@ def out_ports(topo: DCTopo) -> dict[str, dict[str, frozenset[int]]]:
     """switch -> destination host address -> its out ports on shortest paths:
     the buckets of a proactive select group. Keyed by address rather than by
     host because a flow matches on ipv4_dst, and a DHFT host has two."""
-    ports = port_map(topo)
-    table: dict[str, dict[str, frozenset[int]]] = {s: {} for s in topo.switches()}
-    for host in topo.hosts():
-        for dst in (i for i in ports[host] if i.ip):
-            dist = distances_to(topo, dst, ports)
-            for switch in dist:
-                table[switch][dst.ip.split("/")[0]] = frozenset(
-                    i.port for i in ports_toward(switch, dst, dist, ports))
-    return table
+    return {sw: {addr: frozenset(i.port for i in hops) for addr, hops in dests.items()}
+            for sw, dests in topo.next_hops().items()}
 
 
 def levels(topo: DCTopo, ports: Ports | None = None) -> dict[str, int]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections import deque
 
 from base.platform import sysctl_exists
 from dctopo import Interface
@@ -101,35 +100,9 @@ class L3Fabric(Fabric):
         return f"{prefix}via {self.topo.nodeInfo(intf.peer)['router_id']} dev {intf.name} onlink"
 
     def next_hops(self) -> dict[str, dict[str, list[Interface]]]:
-        """switch -> host address -> the switch's interfaces on shortest paths.
-
-        Breadth-first search from every host interface over switches only
-        (hosts never forward). Computed once per fabric.
-        """
-        if self._next_hops is not None:
-            return self._next_hops
-        switches = set(self.topo.switches())
-        intfs = {n: self.topo.interfaces(n) for n in self.topo.nodes()}
-        table: dict[str, dict[str, list[Interface]]] = {s: {} for s in switches}
-        for host in self.topo.hosts():
-            for h_intf in intfs[host]:
-                if not h_intf.ip:
-                    continue
-                dest = h_intf.ip.split("/")[0]
-                dist = {h_intf.peer: 0}
-                queue = deque([h_intf.peer])
-                while queue:
-                    node = queue.popleft()
-                    for i in intfs[node]:
-                        if i.peer in switches and i.peer not in dist:
-                            dist[i.peer] = dist[node] + 1
-                            queue.append(i.peer)
-                for sw, d in dist.items():
-                    if d == 0:
-                        hops = [i for i in intfs[sw] if i.peer == host and i.peer_port == h_intf.port]
-                    else:
-                        hops = [i for i in intfs[sw] if dist.get(i.peer) == d - 1]
-                    table[sw][dest] = hops
-        self._next_hops = table
-        return table
+        """switch -> host address -> the switch's interfaces on shortest
+        paths (DCTopo.next_hops), computed once per fabric."""
+        if self._next_hops is None:
+            self._next_hops = self.topo.next_hops()
+        return self._next_hops
 
