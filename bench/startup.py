@@ -37,6 +37,7 @@ from harness import capacity  # noqa: E402
 from harness.cli import parse_subflows  # noqa: E402
 from harness.config import LinkParams, SweepConfig  # noqa: E402
 from base.procs import ProcessTracker  # noqa: E402
+from harness.socket_driver import SocketDriver  # noqa: E402
 from harness.sweep import Sweep  # noqa: E402
 
 PHASES = ("reconfigure_hosts", "bookkeeping", "start_servers", "start_clients", "connect_and_join")
@@ -128,7 +129,10 @@ def main() -> int:
     ap.add_argument("--results", type=Path, default=None)
     ap.add_argument("--driver", default="iperf3", help="iperf3, socket, or both: iperf3,socket")
     ap.add_argument("--no-spawns", action="store_true", help="skip part 1")
+    ap.add_argument("--spread", type=float, default=0.0,
+                    help="socket driver: spread the flows' starts over this many seconds")
     args = ap.parse_args()
+    SocketDriver.release_spread_s = args.spread
     if not args.no_spawns:
         per_process(args.spawns)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:

@@ -25,7 +25,9 @@ Protocol (one JSON object per line):
   send      stdin  {"mptcp": bool, "connect_timeout_s": s, "flows":
                      [{"index", "ns_pid", "src_ip", "client_port", "dst_ip", "server_port"}]}
             stdout {"connected": [index...], "failed": {index: error}}
-            stdin  {"go": monotonic t0, "seconds": s}   send from t0 for s seconds
+            stdin  {"go": monotonic t0, "seconds": s, "offsets": {index: s}}
+                                                send from t0 (+ the flow's offset, if
+                                                any) until t0 + s
             stdout {"flows": [per flow: index, sent, error]}
 
 Right after connecting, each sender writes HELLO_BYTES: the server's
@@ -270,24 +272,32 @@ def send() -> None:
     command = control.next()
     if "go" in command:
         t0, seconds = float(command["go"]), float(command["seconds"])
-        _send_until(flows, t0, t0 + seconds)
+        offsets = {int(i): float(s) for i, s in (command.get("offsets") or {}).items()}
+        _send_until(flows, t0, t0 + seconds, offsets)
     for f in flows:
         _abort(f.sock)
     _say({"flows": [{"index": f.index, "sent": f.sent, "error": f.error} for f in flows]})
 
 
-def _send_until(flows: list[_Outbound], t0: float, end: float) -> None:
+def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int, float]) -> None:
+    """Keep every connected flow's socket full from t0 + its offset to end."""
     chunk = memoryview(bytes(CHUNK))
     sel = selectors.DefaultSelector()
-    for f in flows:
-        if f.connected and f.error is None:
-            sel.register(f.sock, selectors.EVENT_WRITE, f)
-    time.sleep(max(0.0, t0 - time.monotonic()))
-    while sel.get_map():
-        left = end - time.monotonic()
+    waiting = sorted(((t0 + offsets.get(f.index, 0.0), f.index, f) for f in flows
+                      if f.connected and f.error is None), key=lambda w: w[:2])
+    while waiting or sel.get_map():
+        now = time.monotonic()
+        while waiting and waiting[0][0] <= now:
+            flow = waiting.pop(0)[2]
+            sel.register(flow.sock, selectors.EVENT_WRITE, flow)
+        left = end - now
         if left <= 0:
             break
-        for key, _ in sel.select(timeout=min(left, 1.0)):
+        wait = min(left, 1.0, waiting[0][0] - now if waiting else 1.0)
+        if not sel.get_map():
+            time.sleep(wait)
+            continue
+        for key, _ in sel.select(timeout=wait):
             f = key.data
             try:
                 f.sent += f.sock.send(chunk)

@@ -78,6 +78,9 @@ class _Child:
 class SocketDriver(TrafficDriver):
     name = "socket"
     released_at: float | None = None    # time.monotonic() of the last run's release
+    # Flow i of n starts i/n of this after the release (0: all at once). For
+    # measuring whether the synchronised start matters; runs use 0.
+    release_spread_s = 0.0
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,
@@ -111,7 +114,9 @@ class SocketDriver(TrafficDriver):
             t0 = time.monotonic() + RELEASE_LEAD_S
             self.released_at = t0
             receiver.tell({"t0": t0, "end": t0 + total_s})
-            sender.tell({"go": t0, "seconds": total_s})
+            spread = self.release_spread_s
+            sender.tell({"go": t0, "seconds": total_s,
+                         "offsets": {str(f.index): spread * i / len(flows) for i, f in enumerate(flows)}})
             if on_started:
                 on_started()
             sent = sender.hear(RELEASE_LEAD_S + total_s + FINISH_GRACE_S)
