@@ -24,7 +24,8 @@ from pathlib import Path
 from harness.config import CC_SCHEMES, CcCompareConfig
 from harness.fabric import Fabric
 from base.procs import CommandError
-from harness.sweep import Sweep, eta
+from harness.runner import eta
+from harness.sweep import Sweep
 
 
 def scheme_text(scheme: str, subflows: int) -> str:

@@ -329,7 +329,12 @@ def _run_fattree(cfg: SweepConfig) -> int:
 def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
     def run(cfg) -> int:
         import importlib
-        getattr(importlib.import_module(module), cls)(cfg).run()
+        from harness.runner import Runner
+        experiment = getattr(importlib.import_module(module), cls)(cfg)
+        if hasattr(experiment, "points"):
+            Runner(experiment, say=experiment.say).run()
+        else:
+            experiment.run()     # E5/E6 still run their own loop of sweeps
         return _plot(cfg.results)
     return run
 
@@ -416,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     # Heavy imports only once the input is known to be good.
     from harness.capacity import CalibrationError
-    from harness.sweep import SweepError
+    from harness.runner import SweepError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
         for note in _notes(cfg, args):

@@ -22,25 +22,20 @@ the iperf3 logs, one folder per point.
 """
 from __future__ import annotations
 
-import itertools
-import platform
 import random
 import statistics
-import time
 from pathlib import Path
 
 from dctopo import DHFT, PerfectSwitch
 from harness.config import DhftConfig, DhftPoint
 from harness.network import Network
-from harness.results import RunStage
-from harness.sweep import (PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, eta, mptcp_counters,
-                           run_flags, subflows_by_flow)
-from harness.traffic import FlowEndpoints, TrafficError
+from harness.runner import Experiment
+from harness.sweep import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
+from harness.traffic import FlowEndpoints
 from kernel import transport
 from monitor import CpuMonitor
 from workloads import TrafficMatrix, make_rack_matrix
 
-SCHEMA = 1
 SCHEME_LABELS = {"tcp_dhft": "TCP on DHFT", "mptcp_dhft": "MPTCP on DHFT",
                  "tcp_perfect": "TCP on the perfect switch"}
 TOPOLOGIES = {"dhft": DHFT, "perfect": PerfectSwitch}
@@ -90,71 +85,59 @@ class DhftNetwork(Network):
         return out
 
 
-class DhftExperiment:
-    def __init__(self, cfg: DhftConfig, say=print):
-        self.cfg = cfg
-        self.say = say
-        self.runs_done = 0
+class DhftExperiment(Experiment):
+    name = "dhft"
 
-    def run(self) -> list[Path]:
-        points = self.cfg.points()
-        written, started = [], time.monotonic()
-        try:
-            for topology, group in itertools.groupby(points, key=lambda p: p.topology):
-                t0 = time.monotonic()
-                with DhftNetwork(topology, self.cfg) as net:
-                    self.say(f"built {type(net.topo).__name__}({self.cfg.k}) on fabric "
-                             f"{net.fabric.name}: {len(net.fabric.hosts())} hosts, "
-                             f"{len(net.topo.switches())} switches, {net.topo.switch_ports()} "
-                             f"switch ports in {time.monotonic() - t0:.1f} s")
-                    for p in group:
-                        self._progress(p, len(points), started)
-                        written.append(self.run_point(net, p))
-        except TrafficError as exc:
-            raise SweepError(str(exc)) from exc
-        self.say(f"dhft: {len(points)} runs in {_minutes(time.monotonic() - started)}")
-        return written
+    def points(self) -> list[DhftPoint]:
+        return self.cfg.points()
 
-    def _progress(self, p: DhftPoint, total: int, started: float) -> None:
-        i = self.runs_done
+    def network_key(self, p: DhftPoint) -> str:
+        return p.topology
+
+    def network(self, topology: str) -> DhftNetwork:
+        return DhftNetwork(topology, self.cfg)
+
+    def prepare(self, net: DhftNetwork) -> None:
+        self.say(f"built {type(net.topo).__name__}({self.cfg.k}) on fabric "
+                 f"{net.fabric.name}: {len(net.fabric.hosts())} hosts, "
+                 f"{len(net.topo.switches())} switches, {net.topo.switch_ports()} switch ports")
+
+    def describe(self, p: DhftPoint) -> str:
         what = f"{p.x:.0%} rack-local" if p.sweep == "locality" else f"{p.x:g} connections per host"
-        self.say(f"[{i + 1}/{total}] dhft{self.cfg.k} {p.sweep} {SCHEME_LABELS[p.scheme]}, {what}, "
-                 f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up "
-                 f"({total - i - 1} left{eta(i, total, started)})")
+        return (f"dhft{self.cfg.k} {p.sweep} {SCHEME_LABELS[p.scheme]}, {what}, "
+                f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up")
 
-    def run_point(self, net: DhftNetwork, p: DhftPoint) -> Path:
+    def run_dir(self, p: DhftPoint) -> Path:
+        return p.run_dir(self.cfg.results, self.cfg.k)
+
+    def run_point(self, net: DhftNetwork, p: DhftPoint, folder: Path) -> dict:
         cfg = self.cfg
-        self.runs_done += 1
         racks = net.topo.racks()
         matrix = make_rack_matrix(p.workload, net.fabric.hosts(), racks, p.x, cfg.seed)
         flows = net.endpoints(matrix, cfg.seed)
         subflows = cfg.subflows if p.scheme == "mptcp_dhft" else 1
         net.arm(flows, subflows)
-        out = p.run_dir(cfg.results, cfg.k)
-        with RunStage(out) as stage:
-            started_at = time.time()
-            cpu = CpuMonitor(interval_s=1.0)
-            counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
-            try:
-                outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, stage.path / "iperf",
-                                          on_started=cpu.start, warmup_s=cfg.warmup,
-                                          bind_servers=subflows == 1)
-            finally:
-                cpu.stop()
-            counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
-            sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
-            cpu.write_csv(stage.path / "cpu.csv")
-            record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent, started_at)
-            stage.commit(record)
-        self.say(f"    aggregate {record['aggregate_mbps']:.1f} Mb/s "
-                 f"({record['pct_of_host_links']:.0f} % of the hosts' links), "
-                 f"{record['local_fraction']:.0%} rack-local, cpu {record['cpu_mean_pct']} %"
-                 + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
-        return out
+        cpu = CpuMonitor(interval_s=1.0)
+        counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
+        try:
+            outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
+                                      on_started=cpu.start, warmup_s=cfg.warmup,
+                                      bind_servers=subflows == 1)
+        finally:
+            cpu.stop()
+        counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
+        sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
+        cpu.write_csv(folder / "cpu.csv")
+        return self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)
+
+    def summarise(self, record: dict) -> str:
+        return (f"aggregate {record['aggregate_mbps']:.1f} Mb/s "
+                f"({record['pct_of_host_links']:.0f} % of the hosts' links), "
+                f"{record['local_fraction']:.0%} rack-local, cpu {record['cpu_mean_pct']} %")
 
     def _record(self, net: DhftNetwork, p: DhftPoint, matrix: TrafficMatrix, outcomes,
                 subflows: int, cpu: CpuMonitor, counters: dict[str, int],
-                sent: dict[int, int], started_at: float) -> dict:
+                sent: dict[int, int]) -> dict:
         cfg = self.cfg
         racks = net.topo.racks()
         established = subflows_by_flow(net.pm)
@@ -178,8 +161,6 @@ class DhftExperiment:
         aggregate = sum(fl["goodput_mbps"] for fl in flows)
         total_sent = sum(sent.values())
         return {
-            "schema": SCHEMA,
-            "experiment": "dhft",
             "config": {
                 "k": cfg.k, "hosts_per_rack": net.topo.hosts_per_rack, "sweep": p.sweep,
                 "scheme": p.scheme, "topology": p.topology, "workload": p.workload, "x": p.x,
@@ -187,9 +168,6 @@ class DhftExperiment:
                 "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s,
                 "warmup_s": cfg.warmup, "seed": cfg.seed, "fabric": cfg.fabric, "cc": cfg.cc,
             },
-            "kernel": platform.release(),
-            "started_at": _iso(started_at),
-            "finished_at": _iso(time.time()),
             "hosts": hosts,
             "switch_ports": net.topo.switch_ports(),
             "link_mbps": round(link_mbps, 4),
@@ -205,6 +183,5 @@ class DhftExperiment:
                                 for port, n in sorted(sent.items())},
             "cpu_mean_pct": cpu.mean_pct(),
             "kernel_counters": counters,
-            "valid": not flags,
             "flags": flags,
         }

@@ -22,6 +22,7 @@ from harness.config import RunConfig, SweepConfig
 from harness.fabric import Fabric
 from harness.network import Network
 from harness.results import RunStage, ensure_dir, give_to_invoking_user
+from harness.runner import SweepError, eta, iso as _iso, minutes as _minutes
 from harness.startup import PhaseClock, startup_record
 from harness.traffic import FlowEndpoints, FlowOutcome, TrafficError
 from kernel import transport
@@ -40,10 +41,6 @@ BASELINE_GOOD = 0.97
 # found corrupted and repaired during the run (kernel/bpf/mptcp_cc.bpf.c).
 WINDOW_REPAIRS = "CoupledCcWindowRepairs"
 PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
-
-
-class SweepError(RuntimeError):
-    """The sweep cannot go on (the network or the tools failed): exit 1."""
 
 
 class Sweep:
@@ -350,18 +347,3 @@ def _first_line(argv: list[str]) -> str | None:
         return out.stdout.splitlines()[0].strip() if out.returncode == 0 and out.stdout else None
     except (OSError, subprocess.TimeoutExpired):
         return None
-
-
-def _iso(t: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
-
-
-def eta(done: int, total: int, started: float) -> str:
-    """", ETA 3m20s" from the runs done since `started` (time.monotonic()), or ""."""
-    return f", ETA {_minutes((total - done) * (time.monotonic() - started) / done)}" if done else ""
-
-
-def _minutes(seconds: float) -> str:
-    m, s = divmod(int(seconds + 0.5), 60)
-    return f"{m}m{s:02d}s" if m else f"{s}s"
-

@@ -20,8 +20,6 @@ Results: results/wifi3g/<sweep>/<scheme>/<value>/run.json, one per point.
 """
 from __future__ import annotations
 
-import itertools
-import platform
 import statistics
 import time
 from pathlib import Path
@@ -31,13 +29,11 @@ from harness.config import LinkParams, Wifi3GConfig, Wifi3GPoint
 from harness.delayline import stats_delta
 from harness.keepawake import KeepAwake
 from harness.network import Network
-from harness.results import RunStage
-from harness.sweep import PAYLOAD_PER_FRAME, SweepError, _iso, _minutes, eta
-from harness.traffic import (CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, TrafficError,
-                             read_json, receiver_samples)
+from harness.runner import Experiment
+from harness.sweep import PAYLOAD_PER_FRAME
+from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, read_json, receiver_samples
 from kernel import transport
 
-SCHEMA = 1
 # A run is flagged delay_line_late when more than this share (%) of its
 # packets left the delay line over 10 ms late (host contention on a VM): half
 # the WiFi path's RTT, enough to distort what the run measured.
@@ -102,34 +98,30 @@ class Wifi3GNetwork(Network):
                 for port, path in enumerate(self.topo.paths)}
 
 
-class Wifi3GExperiment:
+class Wifi3GExperiment(Experiment):
+    name = "wifi3g"
+
     def __init__(self, cfg: Wifi3GConfig, say=print):
-        self.cfg = cfg
-        self.say = say
-        self.runs_done = 0
+        super().__init__(cfg, say)
+        self.runs_done = 0      # each run's client port is a new one: no TIME_WAIT clash
 
-    def run(self) -> list[Path]:
-        points = self.cfg.points()
-        written, started = [], time.monotonic()
-        by_paths = itertools.groupby(points, key=lambda p: (p.wifi, p.cell))
-        try:
-            for (wifi, cell), group in by_paths:
-                with Wifi3GNetwork(wifi, cell, self.cfg) as net:
-                    for p in group:
-                        self._progress(p, len(points), started)
-                        written.append(self.run_point(net, p))
-        except TrafficError as exc:
-            raise SweepError(str(exc)) from exc
-        self.say(f"wifi3g: {len(points)} runs in {_minutes(time.monotonic() - started)}")
-        return written
+    def points(self) -> list[Wifi3GPoint]:
+        return self.cfg.points()
 
-    def _progress(self, p: Wifi3GPoint, total: int, started: float) -> None:
-        i = self.runs_done
-        self.say(f"[{i + 1}/{total}] wifi3g {p.sweep} {SCHEME_LABELS[p.scheme]}, "
-                 f"buffer {p.buffer_kb} KB, WiFi {2 * p.wifi.delay_ms:g} ms RTT "
-                 f"{p.wifi.loss_pct:g} % loss ({total - i - 1} left{eta(i, total, started)})")
+    def network_key(self, p: Wifi3GPoint) -> tuple[LinkParams, LinkParams]:
+        return p.wifi, p.cell
 
-    def run_point(self, net: Wifi3GNetwork, p: Wifi3GPoint) -> Path:
+    def network(self, paths: tuple[LinkParams, LinkParams]) -> Wifi3GNetwork:
+        return Wifi3GNetwork(*paths, self.cfg)
+
+    def describe(self, p: Wifi3GPoint) -> str:
+        return (f"wifi3g {p.sweep} {SCHEME_LABELS[p.scheme]}, buffer {p.buffer_kb} KB, "
+                f"WiFi {2 * p.wifi.delay_ms:g} ms RTT {p.wifi.loss_pct:g} % loss")
+
+    def run_dir(self, p: Wifi3GPoint) -> Path:
+        return p.run_dir(self.cfg.results)
+
+    def run_point(self, net: Wifi3GNetwork, p: Wifi3GPoint, folder: Path) -> dict:
         cfg = self.cfg
         mptcp = p.scheme == "mptcp"
         src_ip, dst_ip = net.topo.path_addresses(PATH_OF_SCHEME[p.scheme])
@@ -143,30 +135,26 @@ class Wifi3GExperiment:
         if mptcp:
             net.pm.expand("h1", (src_ip, flow.client_port), (dst_ip, flow.server_port), 2,
                           paths=[net.topo.path_addresses("3g")])
-        out = p.run_dir(cfg.results)
-        with RunStage(out) as stage:
-            started_at = time.time()
-            before, line_before = net.rx_bytes(), net.delay_line_snapshot()
-            [outcome] = net.driver.run([flow], mptcp, cfg.samples, stage.path / "iperf",
-                                       warmup_s=cfg.warmup_s, bind_servers=not mptcp)
-            after = net.rx_bytes()
-            delay_line = stats_delta(line_before, net.delay_line_snapshot())
-            server = read_json(stage.path / "iperf" / "0000-server.json")
-            samples = receiver_samples(server, cfg.warmup_s)[:cfg.samples]
-            record = self._record(net, p, outcome, samples,
-                                  {k: after[k] - before[k] for k in after}, started_at)
-            record["delay_line"] = delay_line
-            if delay_line["late_over_10ms_pct"] > LATE_PCT_FLAG:
-                record["flags"].append("delay_line_late")
-                record["valid"] = False
-            stage.commit(record)
-        self.say(f"    median {record['goodput_mbps']:.2f} Mb/s"
-                 + (f" (WiFi {record['path_share']['wifi']:.0%} of bytes)" if mptcp else "")
-                 + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
-        return out
+        before, line_before = net.rx_bytes(), net.delay_line_snapshot()
+        [outcome] = net.driver.run([flow], mptcp, cfg.samples, folder / "iperf",
+                                   warmup_s=cfg.warmup_s, bind_servers=not mptcp)
+        after = net.rx_bytes()
+        delay_line = stats_delta(line_before, net.delay_line_snapshot())
+        server = read_json(folder / "iperf" / "0000-server.json")
+        samples = receiver_samples(server, cfg.warmup_s)[:cfg.samples]
+        record = self._record(net, p, outcome, samples, {k: after[k] - before[k] for k in after})
+        record["delay_line"] = delay_line
+        if delay_line["late_over_10ms_pct"] > LATE_PCT_FLAG:
+            record["flags"].append("delay_line_late")
+        return record
+
+    def summarise(self, record: dict) -> str:
+        return (f"median {record['goodput_mbps']:.2f} Mb/s"
+                + (f" (WiFi {record['path_share']['wifi']:.0%} of bytes)"
+                   if record["config"]["scheme"] == "mptcp" else ""))
 
     def _record(self, net: Wifi3GNetwork, p: Wifi3GPoint, outcome, samples: list[float],
-                path_bytes: dict[str, int], started_at: float) -> dict:
+                path_bytes: dict[str, int]) -> dict:
         mptcp = p.scheme == "mptcp"
         conns = [c for c in net.pm.connections() if not c.server_side and c.ns == "h1"]
         established = max((c.subflows_established for c in conns), default=0) if mptcp else 1
@@ -182,8 +170,6 @@ class Wifi3GExperiment:
             flags.append("subflows_missing")
         flags += net.health_flags()
         return {
-            "schema": SCHEMA,
-            "experiment": "wifi3g",
             "config": {
                 "sweep": p.sweep, "scheme": p.scheme, "x": p.x,
                 "receive_buffer_kb": p.buffer_kb,
@@ -193,9 +179,6 @@ class Wifi3GExperiment:
                 "delay_backend": net.fabric.delay_backend,
                 "keep_awake": True,
             },
-            "kernel": platform.release(),
-            "started_at": _iso(started_at),
-            "finished_at": _iso(time.time()),
             "goodput_mbps": round(statistics.median(samples), 4) if samples else 0.0,
             "mean_mbps": round(statistics.fmean(samples), 4) if samples else 0.0,
             "samples_mbps": [round(s, 4) for s in samples],
@@ -210,7 +193,6 @@ class Wifi3GExperiment:
             "subflows_established": established,
             "subflow_create_errors": [e for c in conns for e in c.create_errors],
             "error": outcome.error,
-            "valid": not flags,
             "flags": flags,
         }
 

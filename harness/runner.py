@@ -1,0 +1,128 @@
+"""One runner for every experiment, and the contract an experiment fulfils.
+
+An experiment (a subclass of `Experiment`) declares what is its own:
+
+* `name`: what run.json's "experiment" field and the final line call it;
+* `points()`: its runs in order; adjacent runs with the same
+  `network_key(point)` share one network, built once for them;
+* `network(key)`: that network, a harness.network.Network not yet started;
+* `prepare(net)`: what a network needs once, before its first run (a
+  baseline measurement); nothing by default;
+* `describe(point)`: the progress line's words for a run;
+* `run_dir(point)`: where the run's folder goes;
+* `run_point(net, point, folder)`: one run, writing its files into `folder`
+  (the staging folder) and returning its record: at least `flags`;
+* `summarise(record)`: one line after the run.
+
+The runner owns the rest: grouping by network; progress with what is left
+and the ETA; the staging folder and its atomic commit (harness/results.py:
+an interrupted run leaves the earlier one in place); the fields every
+record has (`schema`, `experiment`, `kernel`, `started_at`, `finished_at`,
+`valid`, which is "no flags"); and turning a traffic failure into a
+SweepError (exit status 1). Ctrl-C goes through: the `with` blocks remove
+the network and discard the half-written run.
+"""
+from __future__ import annotations
+
+import itertools
+import platform
+import time
+from pathlib import Path
+from typing import Hashable
+
+from harness.network import Network
+from harness.results import RunStage
+from harness.traffic import TrafficError
+
+SCHEMA = 1
+
+
+class SweepError(RuntimeError):
+    """The experiment cannot go on (the network or the tools failed): exit 1."""
+
+
+class Experiment:
+    name = ""
+
+    def __init__(self, cfg, say=print):
+        self.cfg = cfg
+        self.say = say
+
+    def points(self) -> list:
+        raise NotImplementedError
+
+    def network_key(self, point) -> Hashable:
+        raise NotImplementedError
+
+    def network(self, key) -> Network:
+        raise NotImplementedError
+
+    def prepare(self, net: Network) -> None:
+        pass
+
+    def describe(self, point) -> str:
+        raise NotImplementedError
+
+    def run_dir(self, point) -> Path:
+        raise NotImplementedError
+
+    def run_point(self, net: Network, point, folder: Path) -> dict:
+        raise NotImplementedError
+
+    def summarise(self, record: dict) -> str:
+        return ""
+
+
+class Runner:
+    def __init__(self, experiment: Experiment, say=print):
+        self.experiment = experiment
+        self.say = say
+        self.wall_s = 0.0
+
+    def run(self) -> list[Path]:
+        exp = self.experiment
+        points = exp.points()
+        written: list[Path] = []
+        started = time.monotonic()
+        try:
+            for key, group in itertools.groupby(points, key=exp.network_key):
+                with exp.network(key) as net:
+                    exp.prepare(net)
+                    for point in group:
+                        i = len(written)
+                        self.say(f"[{i + 1}/{len(points)}] {exp.describe(point)} "
+                                 f"({len(points) - i - 1} left{eta(i, len(points), started)})")
+                        written.append(self.run_one(net, point))
+        except TrafficError as exc:
+            raise SweepError(str(exc)) from exc
+        self.wall_s = time.monotonic() - started
+        self.say(f"{exp.name}: {len(points)} runs in {minutes(self.wall_s)}")
+        return written
+
+    def run_one(self, net: Network, point) -> Path:
+        exp = self.experiment
+        out = exp.run_dir(point)
+        with RunStage(out) as stage:
+            started_at = time.time()
+            own = exp.run_point(net, point, stage.path)
+            record = {"schema": SCHEMA, "experiment": exp.name, "kernel": platform.release(),
+                      "started_at": iso(started_at), "finished_at": iso(time.time()), **own}
+            record["valid"] = not record["flags"]
+            stage.commit(record)
+        summary = exp.summarise(record)
+        self.say(f"    {summary}" + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
+        return out
+
+
+def iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
+
+
+def eta(done: int, total: int, started: float) -> str:
+    """", ETA 3m20s" from the runs done since `started` (time.monotonic()), or ""."""
+    return f", ETA {minutes((total - done) * (time.monotonic() - started) / done)}" if done else ""
+
+
+def minutes(seconds: float) -> str:
+    m, s = divmod(int(seconds + 0.5), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
