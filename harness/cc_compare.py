@@ -21,11 +21,11 @@ import threading
 import time
 from pathlib import Path
 
-from harness.config import CC_SCHEMES, CcCompareConfig
+from harness.config import CC_SCHEMES, CcCompareConfig, RunConfig
 from harness.fabric import Fabric
 from base.procs import CommandError
-from harness.runner import eta
-from harness.sweep import Sweep
+from harness.runner import Experiment
+from harness.sweep import Sweep, run_summary
 
 
 def scheme_text(scheme: str, subflows: int) -> str:
@@ -97,27 +97,52 @@ class HotLink:
         }
 
 
-class CcCompareExperiment:
-    def __init__(self, cfg: CcCompareConfig, say=print):
-        self.cfg = cfg
-        self.say = say
+class CcCompareExperiment(Experiment):
+    """Every scheme is one run of a one-run FatTree sweep on its own network
+    (the congestion control is set when the hosts are made ready)."""
 
-    def run(self) -> list[Path]:
+    def __init__(self, cfg: CcCompareConfig, say=print):
+        super().__init__(cfg, say)
+        self.name = cfg.experiment
+        self.sweeps: dict[str, Sweep] = {}
+
+    def introduce(self) -> str:
         cfg = self.cfg
-        total = len(cfg.schemes)
         what = ("hot spot: core link a0_0-c0 at "
                 f"{cfg.hot_factor:g} of its rate from {cfg.hot_window[0]:g} to {cfg.hot_window[1]:g} s"
                 if cfg.experiment == "hotspot" else "algorithm comparison")
-        self.say(f"{cfg.experiment} (E{5 if cfg.experiment == 'algorithms' else 6}): FatTree({cfg.k}) "
-                 f"one_to_one, {what}; {total} schemes, {cfg.warmup:g} + {cfg.time_s:g} s each")
-        written = []
-        started = time.monotonic()
-        for i, scheme in enumerate(cfg.schemes):
-            self.say(f"[{i + 1}/{total}] {scheme}: {scheme_text(scheme, cfg.subflows)} "
-                     f"({total - i - 1} left{eta(i, total, started)})")
-            sweep = Sweep(cfg.sweep_config(scheme), say=lambda m: self.say(f"    {m}"))
-            if cfg.experiment == "hotspot":
-                sweep.during_runs = HotLink(sweep.fabric, cfg.link.bw_mbps, cfg.hot_factor,
-                                            cfg.hot_window)
-            written += sweep.run()
-        return written
+        return (f"{cfg.experiment} (E{5 if cfg.experiment == 'algorithms' else 6}): FatTree({cfg.k}) "
+                f"one_to_one, {what}; {len(cfg.schemes)} schemes, {cfg.warmup:g} + {cfg.time_s:g} s each")
+
+    def points(self) -> list[str]:
+        return list(self.cfg.schemes)
+
+    def network_key(self, scheme: str) -> str:
+        return scheme
+
+    def network(self, scheme: str) -> Sweep:
+        cfg = self.cfg
+        sweep = Sweep(cfg.sweep_config(scheme), say=lambda m: self.say(f"    {m}"))
+        if cfg.experiment == "hotspot":
+            sweep.during_runs = HotLink(sweep.fabric, cfg.link.bw_mbps, cfg.hot_factor, cfg.hot_window)
+        self.sweeps[scheme] = sweep
+        return sweep
+
+    def prepare(self, sweep: Sweep) -> None:
+        sweep.baseline_mbps = sweep.measure_baseline()
+
+    def describe(self, scheme: str) -> str:
+        return f"{scheme}: {scheme_text(scheme, self.cfg.subflows)}"
+
+    def _run(self, scheme: str) -> RunConfig:
+        [rc] = self.cfg.sweep_config(scheme).runs()
+        return rc
+
+    def run_dir(self, scheme: str) -> Path:
+        return self._run(scheme).run_dir(self.cfg.scheme_dir(scheme))
+
+    def run_point(self, sweep: Sweep, scheme: str, folder: Path) -> dict:
+        return sweep.measure(self._run(scheme), folder)
+
+    def summarise(self, record: dict) -> str:
+        return run_summary(record)

@@ -331,10 +331,7 @@ def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
         import importlib
         from harness.runner import Runner
         experiment = getattr(importlib.import_module(module), cls)(cfg)
-        if hasattr(experiment, "points"):
-            Runner(experiment, say=experiment.say).run()
-        else:
-            experiment.run()     # E5/E6 still run their own loop of sweeps
+        Runner(experiment, say=experiment.say).run()
         return _plot(cfg.results)
     return run
 

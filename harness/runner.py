@@ -12,7 +12,8 @@ An experiment (a subclass of `Experiment`) declares what is its own:
 * `run_dir(point)`: where the run's folder goes;
 * `run_point(net, point, folder)`: one run, writing its files into `folder`
   (the staging folder) and returning its record: at least `flags`;
-* `summarise(record)`: one line after the run.
+* `summarise(record)`: one line after the run; `introduce()` and
+  `finished(runs, wall_s)`: the lines before the first and after the last.
 
 The runner owns the rest: grouping by network; progress with what is left
 and the ETA; the staging folder and its atomic commit (harness/results.py:
@@ -72,6 +73,14 @@ class Experiment:
     def summarise(self, record: dict) -> str:
         return ""
 
+    def introduce(self) -> str:
+        """A line before the first run ("" for none)."""
+        return ""
+
+    def finished(self, runs: int, wall_s: float) -> str:
+        """The line after the last run."""
+        return f"{self.name}: {runs} runs in {minutes(wall_s)}"
+
 
 class Runner:
     def __init__(self, experiment: Experiment, say=print):
@@ -84,6 +93,8 @@ class Runner:
         points = exp.points()
         written: list[Path] = []
         started = time.monotonic()
+        if exp.introduce():
+            self.say(exp.introduce())
         try:
             for key, group in itertools.groupby(points, key=exp.network_key):
                 with exp.network(key) as net:
@@ -96,7 +107,7 @@ class Runner:
         except TrafficError as exc:
             raise SweepError(str(exc)) from exc
         self.wall_s = time.monotonic() - started
-        self.say(f"{exp.name}: {len(points)} runs in {minutes(self.wall_s)}")
+        self.say(exp.finished(len(points), self.wall_s))
         return written
 
     def run_one(self, net: Network, point) -> Path:

@@ -21,16 +21,15 @@ from dctopo import FatTree
 from harness.config import RunConfig, SweepConfig
 from harness.fabric import Fabric
 from harness.network import Network
-from harness.results import RunStage, ensure_dir, give_to_invoking_user
-from harness.runner import SweepError, eta, iso as _iso, minutes as _minutes
+from harness.results import ensure_dir, give_to_invoking_user
+from harness.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
 from harness.startup import PhaseClock, startup_record
-from harness.traffic import FlowEndpoints, FlowOutcome, TrafficError
+from harness.traffic import FlowEndpoints, FlowOutcome
 from kernel import transport
 from kernel.mptcp_pm import Connection, UserspacePM
 from monitor import CpuMonitor, Monitors
 from workloads import Flow, TrafficMatrix, load_or_make
 
-SCHEMA = 1
 # The baseline is one TCP flow alone: it is at its steady rate within a
 # second, so a short measurement after a short warm-up is exact enough.
 BASELINE_S = 5.0
@@ -66,28 +65,19 @@ class Sweep:
 
     # -- the whole sweep -----------------------------------------------------
     def run(self) -> list[Path]:
-        runs = self.cfg.runs()
-        written = []
-        t0 = time.monotonic()
+        """Every run of the config through the runner (FatTreeExperiment)."""
+        return Runner(FatTreeExperiment(self), say=self.say).run()
+
+    def __enter__(self) -> "Sweep":
         try:
             self.open()
-            self.baseline_mbps = self.measure_baseline()
-            started = time.monotonic()
-            for i, rc in enumerate(runs):
-                self._progress(i, len(runs), rc, started)
-                written.append(self.run_one(rc))
-        except TrafficError as exc:
-            raise SweepError(str(exc)) from exc
-        finally:
+        except BaseException:
             self.close()
-        wall = time.monotonic() - t0
-        traffic = sum(rc.warmup_s + rc.time_s for rc in runs)
-        counted = sum(rc.time_s for rc in runs)
-        self.wall_s, self.traffic_s, self.counted_s = wall, traffic, counted
-        self.say(f"sweep: {len(runs)} runs in {_minutes(wall)}; traffic {_minutes(traffic)} "
-                 f"({_minutes(counted)} counted after warm-ups): wall / traffic = {wall / traffic:.2f}, "
-                 f"wall / counted = {wall / counted:.2f}")
-        return written
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def open(self) -> None:
         """Build the network and make every host ready for MPTCP runs."""
@@ -102,12 +92,6 @@ class Sweep:
     def close(self) -> None:
         """Remove what this sweep created (Network.close says in which order)."""
         self.net.close()
-
-    def _progress(self, i: int, total: int, rc: RunConfig, started: float) -> None:
-        label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"
-        self.say(f"[{i + 1}/{total}] {rc.topology} {rc.workload} {label}, {rc.time_s:g} s"
-                 f" after {rc.warmup_s:g} s warm-up"
-                 f" ({total - i - 1} left{eta(i, total, started)})")
 
     # -- set-up ----------------------------------------------------------------
     def _environment(self) -> dict:
@@ -165,6 +149,11 @@ class Sweep:
 
     # -- one run ---------------------------------------------------------------
     def run_one(self, rc: RunConfig) -> Path:
+        """One run, staged and committed (the calibration runs them alone)."""
+        return Runner(FatTreeExperiment(self), say=self.say).run_one(self, rc)
+
+    def measure(self, rc: RunConfig, folder: Path) -> dict:
+        """One run's traffic, monitors and record, its files in `folder`."""
         workload_dir = ensure_dir(self.cfg.results / rc.topology / rc.workload)
         matrix = load_or_make(workload_dir / "matrix.json", rc.workload, self.fabric.hosts(), rc.seed)
         give_to_invoking_user(workload_dir / "matrix.json")
@@ -175,48 +164,40 @@ class Sweep:
         self.fabric.prepare_run(say=self.say)
         self.arm_path_manager(flows, rc.subflows)
         clock.mark("reconfigure_hosts")
+        before = mptcp_counters(self.fabric)
+        repairs_before = self.net.coupled_cc.window_repairs()
+        monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
+        monitors.watch(flows, subflows=rc.subflows)
+        clock.mark("bookkeeping")
 
-        with RunStage(rc.run_dir(self.cfg.results)) as stage:
-            started_at = time.time()
-            before = mptcp_counters(self.fabric)
-            repairs_before = self.net.coupled_cc.window_repairs()
-            monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
-            monitors.watch(flows, subflows=rc.subflows)
-            clock.mark("bookkeeping")
-            def traffic_started():
-                clock.mark("start_clients")
-                monitors.start()
-                if self.during_runs:
-                    self.during_runs.start()
-            try:
-                outcomes = self.driver.run(flows, mptcp, rc.time_s, stage.path / "iperf",
-                                           on_started=traffic_started, warmup_s=rc.warmup_s,
-                                           on_starting=lambda: clock.mark("start_servers"),
-                                           ready=lambda: all_subflows_up(self.pm, flows, rc.subflows))
-            finally:
-                monitors.stop()
-                event = self.during_runs.stop() if self.during_runs else None
-            deltas = transport.counter_delta(before, mptcp_counters(self.fabric))
-            repairs_after = self.net.coupled_cc.window_repairs()
-            if repairs_before is not None and repairs_after is not None:
-                deltas[WINDOW_REPAIRS] = repairs_after - repairs_before
-            monitors.write(stage.path)
-            record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, started_at)
-            record["startup"] = startup_record(
-                clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
-                monitors.cpu.samples, monitors.started_at)
-            record["monitors"] = monitors.summary(from_s=rc.warmup_s)
-            if event is not None:
-                record["event"] = event
-                if event.get("errors"):
-                    record["flags"].append("event_failed")
-                    record["valid"] = False
-            stage.commit(record)
-        s = record["summary"]
-        self.say(f"    mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
-                 f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %"
-                 + ("" if record["valid"] else f"  INVALID: {', '.join(record['flags'])}"))
-        return rc.run_dir(self.cfg.results)
+        def traffic_started():
+            clock.mark("start_clients")
+            monitors.start()
+            if self.during_runs:
+                self.during_runs.start()
+        try:
+            outcomes = self.driver.run(flows, mptcp, rc.time_s, folder / "iperf",
+                                       on_started=traffic_started, warmup_s=rc.warmup_s,
+                                       on_starting=lambda: clock.mark("start_servers"),
+                                       ready=lambda: all_subflows_up(self.pm, flows, rc.subflows))
+        finally:
+            monitors.stop()
+            event = self.during_runs.stop() if self.during_runs else None
+        deltas = transport.counter_delta(before, mptcp_counters(self.fabric))
+        repairs_after = self.net.coupled_cc.window_repairs()
+        if repairs_before is not None and repairs_after is not None:
+            deltas[WINDOW_REPAIRS] = repairs_after - repairs_before
+        monitors.write(folder)
+        record = self._record(rc, matrix, outcomes, monitors.cpu, deltas)
+        record["startup"] = startup_record(
+            clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
+            monitors.cpu.samples, monitors.started_at)
+        record["monitors"] = monitors.summary(from_s=rc.warmup_s)
+        if event is not None:
+            record["event"] = event
+            if event.get("errors"):
+                record["flags"].append("event_failed")
+        return record
 
     def arm_path_manager(self, flows: list[FlowEndpoints], subflows: int) -> None:
         """Forget the previous run's connections and have each of these flows'
@@ -228,7 +209,7 @@ class Sweep:
                 self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
 
     def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
-                cpu: CpuMonitor, counters: dict[str, int], started_at: float) -> dict:
+                cpu: CpuMonitor, counters: dict[str, int]) -> dict:
         mptcp = rc.subflows > 1
         subflows = subflows_by_flow(self.pm)
         flows = []
@@ -256,11 +237,8 @@ class Sweep:
             flags.append("over_capacity")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
         return {
-            "schema": SCHEMA,
             "config": rc.as_record(),
             **self.environment,
-            "started_at": _iso(started_at),
-            "finished_at": _iso(time.time()),
             "baseline_mbps": self.baseline_mbps,
             "baseline_attempts_mbps": self.baseline_attempts,
             "matrix": matrix.to_record(),
@@ -274,10 +252,63 @@ class Sweep:
             "cpu_mean_pct": cpu.mean_pct(),
             "capacity": self.capacity.as_record() if self.capacity is not None else None,
             "kernel_counters": counters,
-            "valid": not flags,
             "flags": flags,
             "health": problems,
         }
+
+
+class FatTreeExperiment(Experiment):
+    """The FatTree sweep as an experiment: one network for all its runs
+    (workloads x subflow counts), the optimal rate measured once on it."""
+    name = "fattree"
+
+    def __init__(self, sweep: Sweep):
+        super().__init__(sweep.cfg, sweep.say)
+        self.sweep = sweep
+
+    def points(self) -> list[RunConfig]:
+        return self.cfg.runs()
+
+    def network_key(self, rc: RunConfig) -> str:
+        return "the sweep's"
+
+    def network(self, key) -> Sweep:
+        return self.sweep
+
+    def prepare(self, sweep: Sweep) -> None:
+        sweep.baseline_mbps = sweep.measure_baseline()
+
+    def describe(self, rc: RunConfig) -> str:
+        label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"
+        return f"{rc.topology} {rc.workload} {label}, {rc.time_s:g} s after {rc.warmup_s:g} s warm-up"
+
+    def run_dir(self, rc: RunConfig) -> Path:
+        return rc.run_dir(self.cfg.results)
+
+    def run_point(self, sweep: Sweep, rc: RunConfig, folder: Path) -> dict:
+        return sweep.measure(rc, folder)
+
+    def summarise(self, record: dict) -> str:
+        return run_summary(record)
+
+    def finished(self, runs: int, wall_s: float) -> str:
+        """The sweep's wall time against its traffic time (bench/fidelity.py
+        reads them from the sweep)."""
+        points = self.points()
+        traffic = sum(rc.warmup_s + rc.time_s for rc in points)
+        counted = sum(rc.time_s for rc in points)
+        sw = self.sweep
+        sw.wall_s, sw.traffic_s, sw.counted_s = wall_s, traffic, counted
+        return (f"sweep: {runs} runs in {minutes(wall_s)}; traffic {minutes(traffic)} "
+                f"({minutes(counted)} counted after warm-ups): wall / traffic = {wall_s / traffic:.2f}, "
+                f"wall / counted = {wall_s / counted:.2f}")
+
+
+def run_summary(record: dict) -> str:
+    """A FatTree run's one line: how close to optimal its flows came."""
+    s = record["summary"]
+    return (f"mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
+            f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %")
 
 
 def mptcp_counters(fabric: Fabric) -> dict[str, int]:
