@@ -30,7 +30,7 @@ from dctopo import DHFT, PerfectSwitch
 from harness.config import DhftConfig, DhftPoint
 from harness.network import Network
 from harness.runner import Experiment
-from harness.sweep import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
+from harness.longflows import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
 from harness.traffic import FlowEndpoints
 from kernel import transport
 from monitor import CpuMonitor

@@ -19,14 +19,14 @@ import mininet.net
 
 from dctopo import FatTree
 from harness.config import RunConfig, SweepConfig
-from harness.fabric import Fabric
 from harness.network import Network
 from harness.results import ensure_dir, give_to_invoking_user
+from harness.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,
+                               mptcp_counters, run_flags, subflows_by_flow)
 from harness.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
 from harness.startup import PhaseClock, startup_record
 from harness.traffic import FlowEndpoints, FlowOutcome
 from kernel import transport
-from kernel.mptcp_pm import Connection, UserspacePM
 from monitor import CpuMonitor, Monitors
 from workloads import Flow, TrafficMatrix, load_or_make
 
@@ -39,7 +39,6 @@ BASELINE_GOOD = 0.97
 # In kernel_counters beside the MPTCP MIB: windows the coupled algorithms
 # found corrupted and repaired during the run (kernel/bpf/mptcp_cc.bpf.c).
 WINDOW_REPAIRS = "CoupledCcWindowRepairs"
-PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
 
 
 class Sweep:
@@ -309,61 +308,6 @@ def run_summary(record: dict) -> str:
     s = record["summary"]
     return (f"mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
             f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %")
-
-
-def mptcp_counters(fabric: Fabric) -> dict[str, int]:
-    """MPTCP MIB counters summed over every host namespace."""
-    total: dict[str, int] = {}
-    for host in fabric.hosts():
-        for k, v in transport.read_netstat(fabric.pid(host), ("MPTcpExt",)).items():
-            total[k] = total.get(k, 0) + v
-    return total
-
-
-def flow_key(f: FlowEndpoints) -> tuple:
-    return (f.src_ip, f.client_port, f.dst_ip, f.server_port)
-
-
-def client_connections(pm: UserspacePM) -> dict[tuple, Connection]:
-    """The path manager's client-side data connections, keyed like flow_key."""
-    return {(c.saddr, c.sport, c.daddr, c.dport): c for c in pm.connections() if not c.server_side}
-
-
-def all_subflows_up(pm: UserspacePM, flows: list[FlowEndpoints], subflows: int) -> bool:
-    """Whether every flow's data connection has all its subflows (for plain
-    TCP, connected is all there is)."""
-    if subflows == 1:
-        return True
-    conns = client_connections(pm)
-    return all(conns.get(flow_key(f)) is not None and conns[flow_key(f)].subflows_established >= subflows
-               for f in flows)
-
-
-def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:
-    """Subflows the kernel reported per client-side data connection, keyed
-    by (src ip, client port, dst ip, server port)."""
-    return {key: c.subflows_established for key, c in client_connections(pm).items()}
-
-
-def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
-              counters: dict[str, int]) -> list[str]:
-    """Why a run of long flows cannot be trusted, from its flow records
-    (goodput_mbps, subflows_established), its iperf3 outcomes, the CPU and
-    the MPTCP counters' change over the run; empty if it can."""
-    flags = []
-    if any(o.error and not o.timed_out for o in outcomes):
-        flags.append("handshake_failed")
-    if any(o.timed_out for o in outcomes):
-        flags.append("timed_out")
-    if any(fl["goodput_mbps"] <= 0 for fl in flows):
-        flags.append("zero_goodput_flow")
-    if subflows > 1 and any(fl["subflows_established"] < subflows for fl in flows):
-        flags.append("subflows_missing")
-    if subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
-        flags.append("unexpected_mptcp")
-    if cpu.saturated():
-        flags.append("cpu_saturated")
-    return flags
 
 
 def _percentile(sorted_values: list[float], pct: float) -> float:

@@ -30,7 +30,7 @@ from harness.delayline import stats_delta
 from harness.keepawake import KeepAwake
 from harness.network import Network
 from harness.runner import Experiment
-from harness.sweep import PAYLOAD_PER_FRAME
+from harness.longflows import PAYLOAD_PER_FRAME
 from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, read_json, receiver_samples
 from kernel import transport
 

@@ -10,7 +10,7 @@ import pytest
 from dctopo import DHFT, FatTree, PerfectSwitch
 from harness.config import DhftConfig, LinkParams
 from harness.fabric_l3 import L3Fabric
-from harness.sweep import PAYLOAD_PER_FRAME
+from harness.longflows import PAYLOAD_PER_FRAME
 from harness.traffic import FlowEndpoints
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 from workloads import Flow, TrafficMatrix, make_rack_matrix

@@ -5,7 +5,8 @@ import pytest
 
 from harness.config import LinkParams, SweepConfig
 from harness.socket_driver import outcomes
-from harness.sweep import Sweep, all_subflows_up, client_connections, flow_key
+from harness.longflows import all_subflows_up, client_connections, flow_key
+from harness.sweep import Sweep
 from harness.traffic import FlowEndpoints
 from tests.conftest import needs_root
 from workloads import Flow

@@ -1,0 +1,67 @@
+"""What every experiment of long flows reads the same way: the kernel's
+MPTCP counters over all hosts, the path manager's connections per flow, and
+the flags that make a run of long flows untrustworthy."""
+from __future__ import annotations
+
+from harness.fabric import Fabric
+from harness.traffic import FlowEndpoints, FlowOutcome
+from kernel import transport
+from kernel.mptcp_pm import Connection, UserspacePM
+from monitor import CpuMonitor
+
+PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
+
+
+def mptcp_counters(fabric: Fabric) -> dict[str, int]:
+    """MPTCP MIB counters summed over every host namespace."""
+    total: dict[str, int] = {}
+    for host in fabric.hosts():
+        for k, v in transport.read_netstat(fabric.pid(host), ("MPTcpExt",)).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def flow_key(f: FlowEndpoints) -> tuple:
+    return (f.src_ip, f.client_port, f.dst_ip, f.server_port)
+
+
+def client_connections(pm: UserspacePM) -> dict[tuple, Connection]:
+    """The path manager's client-side data connections, keyed like flow_key."""
+    return {(c.saddr, c.sport, c.daddr, c.dport): c for c in pm.connections() if not c.server_side}
+
+
+def all_subflows_up(pm: UserspacePM, flows: list[FlowEndpoints], subflows: int) -> bool:
+    """Whether every flow's data connection has all its subflows (for plain
+    TCP, connected is all there is)."""
+    if subflows == 1:
+        return True
+    conns = client_connections(pm)
+    return all(conns.get(flow_key(f)) is not None and conns[flow_key(f)].subflows_established >= subflows
+               for f in flows)
+
+
+def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:
+    """Subflows the kernel reported per client-side data connection, keyed
+    by (src ip, client port, dst ip, server port)."""
+    return {key: c.subflows_established for key, c in client_connections(pm).items()}
+
+
+def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
+              counters: dict[str, int]) -> list[str]:
+    """Why a run of long flows cannot be trusted, from its flow records
+    (goodput_mbps, subflows_established), its iperf3 outcomes, the CPU and
+    the MPTCP counters' change over the run; empty if it can."""
+    flags = []
+    if any(o.error and not o.timed_out for o in outcomes):
+        flags.append("handshake_failed")
+    if any(o.timed_out for o in outcomes):
+        flags.append("timed_out")
+    if any(fl["goodput_mbps"] <= 0 for fl in flows):
+        flags.append("zero_goodput_flow")
+    if subflows > 1 and any(fl["subflows_established"] < subflows for fl in flows):
+        flags.append("subflows_missing")
+    if subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
+        flags.append("unexpected_mptcp")
+    if cpu.saturated():
+        flags.append("cpu_saturated")
+    return flags
