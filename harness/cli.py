@@ -58,6 +58,43 @@ def _resolve_cc(given: str | None) -> tuple[str, str]:
     return (given, "") if given is not None else default_cc()
 
 
+# -- options every experiment shares, declared once -------------------------
+
+WARMUP_SCALED_HELP = "seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)"
+
+
+def add_link_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+
+
+def add_timing_options(p: argparse.ArgumentParser, time_default: float | None, time_help: str,
+                       warmup_default: float | None = None,
+                       warmup_help: str = WARMUP_SCALED_HELP) -> None:
+    if time_help:
+        p.add_argument("--time", type=finite, default=time_default, help=time_help)
+    p.add_argument("--warmup", type=finite, default=warmup_default, help=warmup_help)
+
+
+def add_seed_option(p: argparse.ArgumentParser, default: int, what: str = "traffic matrix and hash seed") -> None:
+    p.add_argument("--seed", type=int, default=default, help=f"{what} ({default})")
+
+
+def add_cc_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cc", default=None, help=_cc_help())
+
+
+def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
+    p.add_argument("--fabric", default=default,
+                   help=f"{', '.join(FABRICS)} (default " + ("l3; the run says why)" if default is None
+                                                              else f"{default})"))
+
+
+def add_results_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+
+
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.")
     p.add_argument("k", help="FatTree arity (even, >= 4)")
@@ -65,23 +102,17 @@ def parser() -> argparse.ArgumentParser:
                    help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
     p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
-    p.add_argument("--time", type=finite, default=None,
-                   help="seconds of traffic counted per run, after the warm-up "
-                        "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)")
-    p.add_argument("--warmup", type=finite, default=None,
-                   help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
-    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
-    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
-    p.add_argument("--seed", type=int, default=0, help="traffic matrix and hash seed (0)")
-    p.add_argument("--cc", default=None, help=_cc_help())
-    p.add_argument("--fabric", default=None,
-                   help=f"{', '.join(FABRICS)} (default l3; the run says why)")
+    add_timing_options(p, None, "seconds of traffic counted per run, after the warm-up "
+                                "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)")
+    add_link_options(p)
+    add_seed_option(p, 0)
+    add_cc_option(p)
+    add_fabric_option(p, None)
     p.add_argument("--driver", default="iperf3",
                    help=f"what sends the flows: {', '.join(DRIVERS)} (default %(default)s; socket "
                         "opens every connection and its subflows before data flows)")
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
-    p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--monitor-interval", type=finite, default=1.0,
                    help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
     p.add_argument("--force", action="store_true",
@@ -89,7 +120,7 @@ def parser() -> argparse.ArgumentParser:
                         "(the runs are flagged over_capacity)")
     p.add_argument("--recalibrate", action="store_true",
                    help="measure this machine's forwarding cost for the capacity guard again")
-    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    add_results_options(p)
     return p
 
 
@@ -162,12 +193,10 @@ def wifi3g_parser() -> argparse.ArgumentParser:
                    help="WiFi RTTs of the RTT sweep, ms (default %(default)s)")
     p.add_argument("--samples", type=int, default=d.samples,
                    help="one-second goodput samples per point; the point is their median (%(default)s)")
-    p.add_argument("--warmup", type=finite, default=d.warmup_s,
-                   help="seconds of traffic before sampling starts (%(default)s)")
-    p.add_argument("--seed", type=int, default=d.seed, help="loss and jitter seed (%(default)s)")
-    p.add_argument("--cc", default=None, help=_cc_help())
-    p.add_argument("--results", default="results", help="results folder (results)")
-    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    add_timing_options(p, None, "", d.warmup_s, "seconds of traffic before sampling starts (%(default)s)")
+    add_seed_option(p, d.seed, "loss and jitter seed")
+    add_cc_option(p)
+    add_results_options(p)
     return p
 
 
@@ -215,17 +244,12 @@ def dhft_parser() -> argparse.ArgumentParser:
                    help="connections per host of the load sweep (default %(default)s)")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
-    p.add_argument("--time", type=finite, default=d.time_s,
-                   help="seconds of traffic counted per run, after the warm-up (%(default)s)")
-    p.add_argument("--warmup", type=finite, default=None,
-                   help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
-    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
-    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
-    p.add_argument("--seed", type=int, default=d.seed, help="traffic matrix and hash seed (%(default)s)")
-    p.add_argument("--cc", default=None, help=_cc_help())
-    p.add_argument("--fabric", default=d.fabric, help=f"{', '.join(FABRICS)} (default %(default)s)")
-    p.add_argument("--results", default="results", help="results folder (results)")
-    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
+    add_link_options(p)
+    add_seed_option(p, d.seed)
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
     return p
 
 
@@ -258,20 +282,16 @@ def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
                    help=f"comma list of {', '.join(CC_SCHEMES)} (default all that this kernel can run)")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="subflows of the MPTCP schemes (%(default)s)")
-    p.add_argument("--time", type=finite, default=60.0 if hot else d.time_s,
-                   help="seconds of traffic counted, after the warm-up (%(default)s)"
-                        + ("; the link is slow during its middle third" if hot else ""))
-    p.add_argument("--warmup", type=finite, default=None,
-                   help="seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)")
-    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
-    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
-    p.add_argument("--seed", type=int, default=d.seed, help="traffic matrix and hash seed (%(default)s)")
-    p.add_argument("--fabric", default=d.fabric, help=f"{', '.join(FABRICS)} (default %(default)s)")
+    add_timing_options(p, 60.0 if hot else d.time_s,
+                       "seconds of traffic counted, after the warm-up (%(default)s)"
+                       + ("; the link is slow during its middle third" if hot else ""))
+    add_link_options(p)
+    add_seed_option(p, d.seed)
+    add_fabric_option(p, d.fabric)
     if hot:
         p.add_argument("--hot-factor", type=finite, default=d.hot_factor,
                        help="the hot link's share of its rate while slowed (%(default)s)")
-    p.add_argument("--results", default="results", help="results folder (results)")
-    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    add_results_options(p)
     return p
 
 
