@@ -147,7 +147,7 @@ def report_lines(results: Path) -> list[str]:
         return []
     lines = ["## WiFi + 3G (E4; CS244 '14, NSDI 2012 Fig. 4)", "",
              "Median goodput (Mb/s) of one-second samples after the warm-up; MPTCP's share "
-             "of bytes on WiFi in brackets; `!` marks an invalid run. Seeds/002 reports, "
+             "of bytes on WiFi in brackets; `!` marks an invalid run. CS244 '14 reports, "
              "for the paper: MPTCP about 25 % above TCP over WiFi at 100 KB, most of both "
              "paths at 200 KB.", ""]
     for sweep, schemes in data.items():
