@@ -29,6 +29,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from base import records
 from figures.runs import FLAG_COLOR, Drawn, note, save_figure
 
 SCHEMES = {"tcp": ("single-path TCP", "#7f7f7f"), "uncoupled": ("UNCOUPLED", "#d62728"),
@@ -64,20 +65,19 @@ class SchemeRun:
 def load(results: Path) -> dict[str, dict[str, SchemeRun]]:
     """{"algorithms<k>" | "hotspot<k>": {scheme: its run}}, schemes in the
     paper's order; unreadable records are noted and skipped."""
-    out: dict[str, dict[str, SchemeRun]] = {}
-    for top in sorted(results.glob("*")):
-        if not EXPERIMENT_DIR.fullmatch(top.name):
+    found: dict[str, dict[str, SchemeRun]] = {}
+    for path in records.committed(results, records.CC_COMPARE_RECORDS):
+        top, scheme = path.relative_to(results).parts[:2]
+        if not EXPERIMENT_DIR.fullmatch(top) or scheme not in SCHEMES:
             continue
-        for scheme in SCHEMES:
-            for path in sorted(top.glob(f"{scheme}/ft*/one_to_one/flows*/run.json")):
-                try:
-                    rec = json.loads(path.read_text())
-                    rec["flows"][0]["pct_optimal"]
-                except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-                    note(f"skipped {path}: {exc}")
-                    continue
-                out.setdefault(top.name, {})[scheme] = SchemeRun(scheme, path.parent, rec)
-    return out
+        try:
+            rec = json.loads(path.read_text())
+            rec["flows"][0]["pct_optimal"]
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+            note(f"skipped {path}: {exc}")
+            continue
+        found.setdefault(top, {})[scheme] = SchemeRun(scheme, path.parent, rec)
+    return {top: {s: runs[s] for s in SCHEMES if s in runs} for top, runs in found.items()}
 
 
 def port_loss(run: SchemeRun) -> dict[str, list[float]]:

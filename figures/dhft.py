@@ -18,6 +18,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from base import records
 from figures.runs import FLAG_COLOR, Drawn, note, save_figure
 
 SCHEMES = {"tcp_dhft": ("TCP on DHFT", "#ff7f0e", "s"),
@@ -48,19 +49,17 @@ def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
     """{"dhft<k>": {sweep: {scheme: points sorted by x}}}; unreadable records
     are noted and skipped."""
     out: dict[str, dict[str, dict[str, list[Point]]]] = {}
-    for top in sorted(results.glob("dhft*")):
-        if not TOPOLOGY_DIR.fullmatch(top.name):
+    for path in records.committed(results, records.DHFT_RECORDS):
+        top = path.relative_to(results).parts[0]
+        if not TOPOLOGY_DIR.fullmatch(top):
             continue
-        for path in sorted(top.glob("*/*/*/run.json")):
-            if any(part.startswith(".") for part in path.relative_to(results).parts):
-                continue
-            try:
-                sweep, scheme, point = parse_point(path)
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                note(f"skipped {path}: {exc}")
-                continue
-            if sweep in SWEEPS and scheme in SCHEMES:
-                out.setdefault(top.name, {}).setdefault(sweep, {}).setdefault(scheme, []).append(point)
+        try:
+            sweep, scheme, point = parse_point(path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            note(f"skipped {path}: {exc}")
+            continue
+        if sweep in SWEEPS and scheme in SCHEMES:
+            out.setdefault(top, {}).setdefault(sweep, {}).setdefault(scheme, []).append(point)
     for top, sweeps in out.items():
         for schemes in sweeps.values():
             for pts in schemes.values():

@@ -13,6 +13,8 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 
+from base import records
+
 # Raiciu et al., SIGCOMM 2011, FatTree one_to_one: {(k, workload): {subflows: % of optimal}}.
 PAPER = {
     (4, "one_to_one"): {1: 60, 4: 89, 5: 89, 6: 89, 7: 89, 8: 89},
@@ -110,9 +112,9 @@ def load_runs(results: Path, skipped: dict[Path, str] | None = None) -> list[Run
     """Every usable run under results/<topology>/<workload>/flows<N>/run.json;
     the unusable ones are noted (and put in `skipped`, path -> reason)."""
     runs = []
-    for path in sorted(results.glob("*/*/*/run.json")):
+    for path in records.committed(results, records.FATTREE_RECORDS):
         parts = path.relative_to(results).parts
-        if any(p.startswith(".") for p in parts) or parts[0] == "plots":
+        if parts[0] == "plots":
             continue
         m = RUN_DIR.fullmatch(parts[2])
         reason = None

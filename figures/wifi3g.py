@@ -17,6 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from base import records
 from figures.runs import FLAG_COLOR, Drawn, note, save_figure
 
 SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
@@ -56,9 +57,7 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 def load(results: Path) -> dict[str, dict[str, list[Point]]]:
     """{sweep: {scheme: points sorted by x}}; unreadable records are noted and skipped."""
     out: dict[str, dict[str, list[Point]]] = {}
-    for path in sorted((results / "wifi3g").glob("*/*/*/run.json")):
-        if any(part.startswith(".") for part in path.relative_to(results).parts):
-            continue
+    for path in records.committed(results, records.WIFI3G_RECORDS):
         try:
             sweep, scheme, point = parse_point(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:

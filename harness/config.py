@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from base import records
 from base.errors import ConfigError  # noqa: F401  (re-exported: the CLI's error type)
 from base.links import ACCESS, CELL, WIFI, LinkParams, buffer_pkts  # noqa: F401  (re-exported)
 from base.platform import btf_has, openvswitch_kernel_datapath
@@ -157,7 +158,7 @@ class RunConfig:
         return f"ft{self.k}"
 
     def run_dir(self, results: Path) -> Path:
-        return results / self.topology / self.workload / f"flows{self.subflows}"
+        return records.fattree_run(results, self.topology, self.workload, self.subflows)
 
     def as_record(self) -> dict:
         """The `config` object of run.json (flat, as the README documents it)."""
@@ -283,7 +284,7 @@ class Wifi3GPoint:
                 "rtt": f"{2 * self.wifi.delay_ms:g}ms"}[self.sweep]
 
     def run_dir(self, results: Path) -> Path:
-        return results / "wifi3g" / self.sweep / self.scheme / self.label
+        return records.wifi3g_run(results, self.sweep, self.scheme, self.label)
 
 
 @dataclass(frozen=True)
@@ -372,7 +373,7 @@ class DhftPoint:
         return f"{round(100 * self.x)}pct" if self.sweep == "locality" else f"{self.x:g}conn"
 
     def run_dir(self, results: Path, k: int) -> Path:
-        return results / f"dhft{k}" / self.sweep / self.scheme / self.label
+        return records.dhft_run(results, k, self.sweep, self.scheme, self.label)
 
 
 @dataclass(frozen=True)
@@ -534,4 +535,4 @@ class CcCompareConfig:
                            fabric=self.fabric, cc=cc, results=self.scheme_dir(scheme))
 
     def scheme_dir(self, scheme: str) -> Path:
-        return self.results / f"{self.experiment}{self.k}" / scheme
+        return records.cc_compare_scheme(self.results, self.experiment, self.k, scheme)

@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 from typing import Hashable
 
+from base import records
 from harness.network import Network
 from harness.results import RunStage
 from harness.traffic import TrafficError
 
-SCHEMA = 1
 
 
 class SweepError(RuntimeError):
@@ -116,7 +116,7 @@ class Runner:
         with RunStage(out) as stage:
             started_at = time.time()
             own = exp.run_point(net, point, stage.path)
-            record = {"schema": SCHEMA, "experiment": exp.name, "kernel": platform.release(),
+            record = {"schema": records.SCHEMA, "experiment": exp.name, "kernel": platform.release(),
                       "started_at": iso(started_at), "finished_at": iso(time.time()), **own}
             record["valid"] = not record["flags"]
             stage.commit(record)

@@ -1,0 +1,50 @@
+"""Where every experiment's runs live under a results folder, and the run
+record's schema version: written by the harness, read back by figures/ and
+the tests, from this one place. Standard library only, so figures can be
+drawn without the harness's dependencies.
+
+    <results>/ft<k>/<workload>/flows<N>/                      FatTree sweep
+    <results>/wifi3g/<sweep>/<scheme>/<x>/                    E4
+    <results>/dhft<k>/<sweep>/<scheme>/<x>/                   E7
+    <results>/<algorithms|hotspot><k>/<scheme>/ft<k>/one_to_one/flows<N>/   E5, E6
+
+Each run folder holds run.json; a folder whose name starts with "." is a run
+still being written (harness/results.py) and is never read back.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+SCHEMA = 1
+RECORD = "run.json"
+
+
+def fattree_run(results: Path, topology: str, workload: str, subflows: int) -> Path:
+    return results / topology / workload / f"flows{subflows}"
+
+
+def wifi3g_run(results: Path, sweep: str, scheme: str, label: str) -> Path:
+    return results / "wifi3g" / sweep / scheme / label
+
+
+def dhft_run(results: Path, k: int, sweep: str, scheme: str, label: str) -> Path:
+    return results / f"dhft{k}" / sweep / scheme / label
+
+
+def cc_compare_scheme(results: Path, experiment: str, k: int, scheme: str) -> Path:
+    """The results folder of one scheme of E5/E6: a FatTree sweep's own."""
+    return results / f"{experiment}{k}" / scheme
+
+
+# Patterns of the records below a results folder, one per layout above.
+FATTREE_RECORDS = f"*/*/*/{RECORD}"
+WIFI3G_RECORDS = f"wifi3g/*/*/*/{RECORD}"
+DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
+CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
+
+
+def committed(results: Path, pattern: str) -> list[Path]:
+    """The records matching `pattern`, sorted, without any still being
+    written (a hidden folder on the way)."""
+    return [p for p in sorted(results.glob(pattern))
+            if not any(part.startswith(".") for part in p.relative_to(results).parts)]
