@@ -41,11 +41,17 @@ def value_options(p: argparse.ArgumentParser) -> list[str]:
             and a.dest != "results"]
 
 
+# Options whose value is a rate or a share of one: zero is bad too (a zero
+# link rate once reached a division before it was checked).
+RATE_OPTIONS = ("--bw", "--hot-factor")
+
+
 def cases() -> list[tuple[str, list[str]]]:
     out = []
     for name, (head, p) in SUBCOMMANDS.items():
         for opt in value_options(p):
-            out += [(f"{name} {opt}={v!r}", [*head, opt, v]) for v in BAD_VALUES]
+            bad = BAD_VALUES + (("0", "0.0", "-0") if opt in RATE_OPTIONS else ())
+            out += [(f"{name} {opt}={v!r}", [*head, opt, v]) for v in bad]
     out += [(f"fattree k={v!r}", [v]) for v in (*BAD_VALUES, "3", "0", "18", "-4")]
     out += [(f"fattree workload={v!r}", ["4", v]) for v in ("nan", "", "one-to-one")]
     return out
