@@ -98,9 +98,9 @@ class ProcessTracker:
         """SIGTERM the process groups, then SIGKILL what is left after `grace`."""
         live = [p for p in procs if p.poll() is None]
         for p in live:
-            _signal_group(p, signal.SIGTERM)
+            signal_group(p, signal.SIGTERM)
         for p in self.wait(live, time.monotonic() + grace):
-            _signal_group(p, signal.SIGKILL)
+            signal_group(p, signal.SIGKILL)
         for p in live:
             try:
                 p.wait(timeout=5)
@@ -113,10 +113,11 @@ class ProcessTracker:
         self.stop([t.proc for t in self.procs])
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    # Each spawned process leads its own session and process group, so the
-    # group id is its PID: this reaches its children and nothing else.
+def signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """Signal the process group `proc` leads (it was started in a session of
+    its own, so the group id is its PID): its children too, nothing else.
+    A group already gone is not an error."""
     try:
         os.killpg(proc.pid, sig)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass

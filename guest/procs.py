@@ -14,6 +14,8 @@ import sys
 import threading
 import time
 
+from base.procs import signal_group
+
 
 class GuestError(Exception):
     """A failure worth one line to the user (no traceback)."""
@@ -62,19 +64,13 @@ def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
     for signum, wait_for in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
         if proc.poll() is not None:
             break
-        try:
-            os.killpg(proc.pid, signum)
-        except ProcessLookupError:
-            break
+        signal_group(proc, signum)
         try:
             proc.wait(timeout=wait_for)
         except subprocess.TimeoutExpired:
             continue
     # The leader may be gone while members of its group linger.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    signal_group(proc, signal.SIGKILL)
     _live.pop(proc.pid, None)
 
 
