@@ -1,7 +1,7 @@
 """Datacenter topologies as plain data (Mininet `Topo` subclasses).
 
 A topology only describes: node names, roles, addresses and links with port
-numbers. A fabric (see `harness/fabric_l3.py`) builds the network from it.
+numbers. A fabric (see `emulator/fabrics/l3.py`) builds the network from it.
 
 FatTree(k), after Al-Fares et al. (SIGCOMM 2008), k even:
 

@@ -60,7 +60,7 @@ except ModuleNotFoundError as _missing:  # started as ./plot.py by a python3 out
 import argparse  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
-from figures import cc_compare as cc_fig  # noqa: E402
+from figures import algorithms as cc_fig  # noqa: E402
 from figures import dhft as dhft_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402

@@ -18,7 +18,7 @@ class LinkParams:
     offload: bool = False
     # One-way propagation delay, its jitter (uniform within +-jitter, never
     # reordering) and random loss, each applied in both directions as
-    # Mininet's TCLink does (harness/links.py says how, with or without netem).
+    # Mininet's TCLink does (emulator/links.py says how, with or without netem).
     delay_ms: float = 0.0
     jitter_ms: float = 0.0
     loss_pct: float = 0.0

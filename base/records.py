@@ -9,7 +9,7 @@ drawn without the harness's dependencies.
     <results>/<algorithms|hotspot><k>/<scheme>/ft<k>/one_to_one/flows<N>/   E5, E6
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
-still being written (harness/results.py) and is never read back.
+still being written (experiments/staging.py) and is never read back.
 """
 from __future__ import annotations
 

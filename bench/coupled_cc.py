@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness.config import LinkParams, SweepConfig  # noqa: E402
-from harness.sweep import Sweep, _percentile  # noqa: E402
+from experiments.fattree import Sweep, _percentile  # noqa: E402
 
 
 def main() -> int:

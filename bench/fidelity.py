@@ -29,10 +29,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import capacity  # noqa: E402
+from experiments import capacity  # noqa: E402
 from harness.cli import parse_subflows  # noqa: E402
 from harness.config import LinkParams, SweepConfig  # noqa: E402
-from harness.sweep import Sweep, _percentile  # noqa: E402
+from experiments.fattree import Sweep, _percentile  # noqa: E402
 
 # The k=4 targets (fidelity issue; paper Fig. 2 and its packet-level simulation).
 TCP_MEAN_MAX, MPTCP8_MEAN_MIN, MPTCP8_P10_MIN, WALL_RATIO_MAX = 65.0, 85.0, 60.0, 1.25

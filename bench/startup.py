@@ -12,7 +12,7 @@ ways a run starts its iperf3s: plain (`true`), entering a host's namespaces
 Part 2, per k: one short sweep (TCP and MPTCP-N, --time counted seconds after
 the default warm-up) at --bw, or where the capacity guard refuses, at the rate
 it suggests; printed from each run's run.json `startup` object
-(harness/startup.py): the wall time and machine CPU-seconds of each part of
+(experiments/startup.py): the wall time and machine CPU-seconds of each part of
 the start, and the time until every connection had its data connection and
 all its subflows (complete), counted from the first client's start, and the
 CPU meanwhile; `mon %` is what the run's monitors cost, in % of one core.
@@ -33,12 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness import capacity  # noqa: E402
+from experiments import capacity  # noqa: E402
 from harness.cli import parse_subflows  # noqa: E402
 from harness.config import LinkParams, SweepConfig  # noqa: E402
 from base.procs import ProcessTracker  # noqa: E402
-from harness.socket_driver import SocketDriver  # noqa: E402
-from harness.sweep import Sweep  # noqa: E402
+from emulator.traffic.socket_driver import SocketDriver  # noqa: E402
+from experiments.fattree import Sweep  # noqa: E402
 
 PHASES = ("reconfigure_hosts", "bookkeeping", "start_servers", "start_clients", "connect_and_join")
 

@@ -1,5 +1,5 @@
 """The ECMP controller: an os-ken OpenFlow 1.5 application with RipL-POX's
-behaviour, for the `openflow` fabric (harness/fabric_openflow.py).
+behaviour, for the `openflow` fabric (emulator/fabrics/openflow.py).
 
 Every flow takes one of all the shortest paths, picked by a seeded hash of
 its 5-tuple (controller/ecmp_hash.py; ICMP by addresses and protocol). The

@@ -5,7 +5,7 @@ which is salted per process), so a controller restart or a second controller
 maps every flow to the same path. The seed is the hash key: switches with
 different seeds make independent choices for the same flow, which avoids the
 polarization of every tier picking the same index (the kernel fabric does
-the same with a per-router `fib_multipath_hash_seed`, harness/fabric_l3.py).
+the same with a per-router `fib_multipath_hash_seed`, emulator/fabrics/l3.py).
 """
 from __future__ import annotations
 

@@ -332,8 +332,8 @@ class Command:
 
 
 def _run_fattree(cfg: SweepConfig) -> int:
-    from harness import capacity
-    from harness.sweep import Sweep
+    from experiments import capacity
+    from experiments.fattree import Sweep
     cal = capacity.calibration_for(cfg.fabric, fresh=cfg.recalibrate)
     verdict = capacity.judge(cfg, cal)
     if not verdict.fits and not cfg.force:
@@ -349,7 +349,7 @@ def _run_fattree(cfg: SweepConfig) -> int:
 def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
     def run(cfg) -> int:
         import importlib
-        from harness.runner import Runner
+        from experiments.runner import Runner
         experiment = getattr(importlib.import_module(module), cls)(cfg)
         Runner(experiment, say=experiment.say).run()
         return _plot(cfg.results)
@@ -358,13 +358,13 @@ def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
 
 COMMANDS = {
     None: Command(config_from_args, _run_fattree),
-    "wifi3g": Command(wifi3g_config_from_args, _run_experiment("harness.wifi3g", "Wifi3GExperiment"),
+    "wifi3g": Command(wifi3g_config_from_args, _run_experiment("experiments.wifi3g", "Wifi3GExperiment"),
                       delay=True),
-    "dhft": Command(dhft_config_from_args, _run_experiment("harness.dhft", "DhftExperiment")),
+    "dhft": Command(dhft_config_from_args, _run_experiment("experiments.dhft", "DhftExperiment")),
     "algorithms": Command(cc_compare_config_from("algorithms"),
-                          _run_experiment("harness.cc_compare", "CcCompareExperiment")),
+                          _run_experiment("experiments.algorithms", "CcCompareExperiment")),
     "hotspot": Command(cc_compare_config_from("hotspot"),
-                       _run_experiment("harness.cc_compare", "CcCompareExperiment")),
+                       _run_experiment("experiments.algorithms", "CcCompareExperiment")),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)
 
@@ -437,8 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # Heavy imports only once the input is known to be good.
-    from harness.capacity import CalibrationError
-    from harness.runner import SweepError
+    from experiments.capacity import CalibrationError
+    from experiments.runner import SweepError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
         for note in _notes(cfg, args):
@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
 def _plot(results: Path) -> int:
     """Draw every figure of the results folder, owned by the invoking user."""
     import plot
-    from harness.results import ensure_dir, give_to_invoking_user
+    from experiments.staging import ensure_dir, give_to_invoking_user
     ensure_dir(results / "plots")
     status = plot.main([str(results)])
     give_to_invoking_user(results / "plots")

@@ -18,7 +18,7 @@ from kernel.coupled_cc import COUPLED
 
 WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
 FABRICS = ("l3", "openflow", "openflow-reactive")
-# Traffic drivers (harness/drivers.py has the classes): iperf3 pairs, or our
+# Traffic drivers (emulator/traffic/drivers.py has the classes): iperf3 pairs, or our
 # own sender and receiver that open every connection before data flows.
 DRIVERS = ("iperf3", "socket")
 # Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run

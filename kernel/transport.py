@@ -10,7 +10,7 @@ from pathlib import Path
 from base.platform import sysctl_exists
 from base.procs import run
 
-# Client ports of flows are fixed (see harness/traffic.py) above this range,
+# Client ports of flows are fixed (see emulator/traffic/common.py) above this range,
 # so ephemeral ports of extra subflows never collide with them.
 EPHEMERAL_PORTS = "10000 39999"
 

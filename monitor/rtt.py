@@ -95,7 +95,7 @@ def parse_diag(body: bytes) -> DiagSocket | None:
 
 class Watched(NamedTuple):
     """A connection to watch, as the sender sees it. Any object with these
-    attributes (e.g. harness.traffic.FlowEndpoints) can be given to watch()."""
+    attributes (e.g. emulator.traffic.common.FlowEndpoints) can be given to watch()."""
     src: str
     dst: str
     src_ip: str

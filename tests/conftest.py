@@ -18,7 +18,7 @@ sys.path.insert(0, str(ROOT))
 # No test reads what an earlier run left in the machine's calibration cache
 # (/var/cache/mptcp-dc-harness): the suite calibrates into a cache of its own,
 # once, the first time a test needs the capacity guard, and removes it at the end.
-# Set before harness.capacity is imported, and inherited by run_mptcp.sh.
+# Set before experiments.capacity is imported, and inherited by run_mptcp.sh.
 SUITE_CACHE = Path(tempfile.mkdtemp(prefix="mptcp-test-cache-"))
 os.environ["MPTCP_HARNESS_CACHE"] = str(SUITE_CACHE)
 
@@ -49,7 +49,7 @@ EMULATION_RTT_SLACK_MS = 2.0 if FULL_EMULATION else 0.0
 def kernel_has(feature: str) -> bool:
     """The harness's own checks of what a stock kernel adds."""
     from harness.config import coupled_cc_supported
-    from harness.links import netem_available
+    from emulator.links import netem_available
     return {"netem": netem_available, "kfunc": coupled_cc_supported}[feature]()
 
 
@@ -77,8 +77,8 @@ def no_leftovers():
 @pytest.fixture
 def awake():
     """vCPUs kept from idling while a test measures a rate or a delay on the
-    wire (harness/keepawake.py says why); not for tests that measure CPU."""
-    from harness.keepawake import KeepAwake
+    wire (emulator/keepawake.py says why); not for tests that measure CPU."""
+    from emulator.keepawake import KeepAwake
     with KeepAwake() as keeper:
         yield keeper
 

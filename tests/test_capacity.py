@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from dctopo import FatTree
-from harness import capacity
+from experiments import capacity
 from harness.config import LinkParams, SweepConfig
 from tests.conftest import ROOT, needs_root
 from workloads import Flow, TrafficMatrix, make_matrix

@@ -3,7 +3,7 @@ the increase rules computed by the BPF code in the kernel against hand
 computations from RFC 6356 and Khalili et al.; that subflows really use the
 algorithm asked for; nothing of ours left in the kernel afterwards, also
 when the harness is killed. Fairness at a shared bottleneck and moving
-traffic off a loaded path are measured by bench/cc_fairness.py."""
+traffic off a loaded path are measured by bench/fairness.py."""
 import json
 import re
 import subprocess
@@ -14,9 +14,9 @@ import pytest
 
 from dctopo import TwoPaths
 from harness.config import LinkParams
-from harness.network import Network
+from emulator.network import Network
 from base.procs import run
-from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
+from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from kernel import coupled_cc
 from tests.conftest import kernel_has, needs_root
 

@@ -1,5 +1,5 @@
 """Link delay, jitter and loss checked on the wire, in real namespaces: on a
-kernel without sch_netem by the NFQUEUE delay line (harness/delayline.py),
+kernel without sch_netem by the NFQUEUE delay line (emulator/delayline.py),
 and by netem on kernels that have it (the `guest`-marked variants, run in
 stock-kernel guests, guest/README.md).
 
@@ -18,12 +18,13 @@ import time
 import pytest
 
 from dctopo import WiFi3G
-from harness import links
+from emulator import links
 from harness.config import LinkParams
-from harness.fabric import wait_until
-from harness.fabric_l3 import L3Fabric
+from emulator.fabrics.common import wait_until
+from emulator.fabrics.l3 import L3Fabric
 from base.procs import ProcessTracker, run
-from harness.traffic import FlowEndpoints, IperfDriver
+from emulator.traffic.common import FlowEndpoints
+from emulator.traffic.iperf_driver import IperfDriver
 from kernel.transport import listening_ports, read_sysctls
 from tests.conftest import EMULATION_RTT_SLACK_MS, FULL_EMULATION, needs_root, stock_kernel_path
 

@@ -9,9 +9,9 @@ import pytest
 
 from dctopo import DHFT, FatTree, PerfectSwitch
 from harness.config import DhftConfig, LinkParams
-from harness.fabric_l3 import L3Fabric
-from harness.longflows import PAYLOAD_PER_FRAME
-from harness.traffic import FlowEndpoints
+from emulator.fabrics.l3 import L3Fabric
+from experiments.longflows import PAYLOAD_PER_FRAME
+from emulator.traffic.common import FlowEndpoints
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 from workloads import Flow, TrafficMatrix, make_rack_matrix
 
@@ -105,7 +105,7 @@ def test_random_matrix_has_c_connections_per_host_to_other_hosts():
 
 
 def test_mptcp_subflows_alternate_between_the_planes():
-    from harness.dhft import DhftNetwork
+    from experiments.dhft import DhftNetwork
     net = DhftNetwork("dhft", DhftConfig())
     f = FlowEndpoints(0, "h0_0_0", "h2_1_1", "10.0.1.2", "10.2.3.3", 40000, 5201)
     assert net.subflow_paths(f, 4) == [("10.0.0.2", "10.2.2.3"), ("10.0.1.2", "10.2.3.3"),
@@ -120,7 +120,7 @@ def test_idle_dhft_mptcp_uses_both_links_tcp_one(tmp_path, awake, no_leftovers):
     TCP, not the link's rate: when the VM's host is busy both fall short
     alike (CI: TCP 8.94, MPTCP 16.2 Mb/s on 9.56 Mb/s links; here once 8.48
     and 15.47, and on a quiet host 9.53-9.56 and 18.2-18.8)."""
-    from harness.dhft import DhftNetwork
+    from experiments.dhft import DhftNetwork
     cfg = DhftConfig(link=LinkParams(bw_mbps=10))
     link = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
     matrix = TrafficMatrix("pair", 0, (Flow("h0_0_0", "h2_1_1"),))

@@ -8,7 +8,7 @@ import pytest
 
 from harness.config import LinkParams, SweepConfig
 from base.procs import run
-from harness.sweep import Sweep
+from experiments.fattree import Sweep
 from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat
 from tests.conftest import FULL_EMULATION, needs_root
 from workloads import Flow
@@ -20,7 +20,7 @@ SRC, DST = "h0_0_0", "h2_0_0"   # different pods: 4 equal-cost paths, one per co
 
 # `guest`: all three also run in stock-kernel guests, where the openflow
 # fabrics forward in Open vSwitch's kernel datapath and, before 6.11, l3 has
-# no per-router hash seed (harness/fabric_l3.py).
+# no per-router hash seed (emulator/fabrics/l3.py).
 @pytest.fixture(scope="module", params=[pytest.param("l3", marks=pytest.mark.guest),
                                         pytest.param("openflow", marks=pytest.mark.guest),
                                         pytest.param("openflow-reactive", marks=pytest.mark.guest)])

@@ -9,10 +9,10 @@ import pytest
 
 from dctopo import DCTopo
 from harness.config import LinkParams
-from harness.fabric_l3 import L3Fabric
-from harness.links import netem_in_flight_pkts, rate_change
+from emulator.fabrics.l3 import L3Fabric
+from emulator.links import netem_in_flight_pkts, rate_change
 from base.procs import ProcessTracker, run
-from harness.traffic import IperfDriver
+from emulator.traffic.iperf_driver import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
 from workloads import Flow
 

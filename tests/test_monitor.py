@@ -335,7 +335,7 @@ def pair(no_leftovers):
     """h0 - r0 - h1 at 20 Mb/s with 20-packet queues, plus the userspace path
     manager: the small network of tests/test_links.py."""
     from harness.config import LinkParams
-    from harness.fabric_l3 import L3Fabric
+    from emulator.fabrics.l3 import L3Fabric
     from base.procs import ProcessTracker, run
     from kernel import transport
     from kernel.mptcp_pm import UserspacePM
@@ -365,7 +365,7 @@ def slow_port(fabric, mbit: float) -> None:
 
 
 def saturate(fabric, procs, logdir, seconds, monitors):
-    from harness.traffic import IperfDriver
+    from emulator.traffic.iperf_driver import IperfDriver
     from workloads import Flow
     driver = IperfDriver(fabric, procs)
     try:
@@ -483,7 +483,7 @@ def test_rtt_samples_come_from_the_watched_connections_subflows_only(pair, tmp_p
     """Two MPTCP connections h0 -> h1: the watched one with 4 subflows, an
     unwatched one with 3; each has an iperf3 control connection to its own
     server port as well."""
-    from harness.traffic import IperfDriver
+    from emulator.traffic.iperf_driver import IperfDriver
     from workloads import Flow
     fabric, procs, pm = pair
     driver = IperfDriver(fabric, procs)

@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from harness.config import LinkParams, SweepConfig
-from harness.sweep import Sweep
+from experiments.fattree import Sweep
 from tests.conftest import needs_root
 
 # `guest`: also run where Open vSwitch forwards in the kernel (stock kernels).

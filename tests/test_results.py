@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from harness.results import RunStage
+from experiments.staging import RunStage
 
 
 def test_commit_replaces_the_old_run(tmp_path):

@@ -1,11 +1,11 @@
-"""The experiment contract (harness/runner.py): a toy experiment of a few
+"""The experiment contract (experiments/runner.py): a toy experiment of a few
 lines, one point and one flow, runs through the runner unchanged: progress,
 a staged and committed run.json with the common fields, and its flags."""
 import json
 
 from harness.config import LinkParams
-from harness.network import Network
-from harness.runner import Experiment, Runner
+from emulator.network import Network
+from experiments.runner import Experiment, Runner
 from tests.conftest import needs_root
 from tests.test_links import TwoHostsOneRouter
 from workloads import Flow

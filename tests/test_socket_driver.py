@@ -1,13 +1,13 @@
-"""The socket driver (harness/flowgen.py, harness/socket_driver.py): every
+"""The socket driver (emulator/traffic/flowgen.py, emulator/traffic/socket_driver.py): every
 connection has all its subflows before the first data byte, as the path
 manager's own records show, and goodput is counted from the release."""
 import pytest
 
 from harness.config import LinkParams, SweepConfig
-from harness.socket_driver import outcomes
-from harness.longflows import all_subflows_up, client_connections, flow_key
-from harness.sweep import Sweep
-from harness.traffic import FlowEndpoints
+from emulator.traffic.socket_driver import outcomes
+from experiments.longflows import all_subflows_up, client_connections, flow_key
+from experiments.fattree import Sweep
+from emulator.traffic.common import FlowEndpoints
 from tests.conftest import needs_root
 from workloads import Flow
 

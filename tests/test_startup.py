@@ -1,8 +1,8 @@
-"""harness.startup: what a run's start-up record says, from path-manager
+"""experiments.startup: what a run's start-up record says, from path-manager
 records and CPU samples (the end-to-end numbers are checked in test_sweep)."""
 import time
 
-from harness.startup import PhaseClock, startup_record
+from experiments.startup import PhaseClock, startup_record
 from kernel.mptcp_pm import Connection
 from monitor import CpuSample
 

@@ -6,7 +6,7 @@ import pytest
 
 from dctopo import FatTree
 from harness.config import LinkParams
-from harness.fabric_l3 import L3Fabric
+from emulator.fabrics.l3 import L3Fabric
 
 
 @pytest.mark.parametrize("k", [4, 6, 8])

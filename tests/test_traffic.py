@@ -1,7 +1,7 @@
 """Goodput as the receiver counted it, after the warm-up (no root)."""
 import pytest
 
-from harness.traffic import receiver_goodput
+from emulator.traffic.iperf_driver import receiver_goodput
 
 
 def server_json(per_second_bytes, tail=None):

@@ -9,7 +9,7 @@ import pytest
 
 from dctopo import WiFi3G
 from harness.config import CELL, WIFI, LinkParams, Wifi3GConfig, buffer_pkts
-from harness.fabric_l3 import L3Fabric
+from emulator.fabrics.l3 import L3Fabric
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 
 
@@ -107,7 +107,7 @@ def _delay_line_pids() -> set[int]:
     pids = set()
     for proc in Path("/proc").glob("[0-9]*"):
         try:
-            if b"harness.delayline" in (proc / "cmdline").read_bytes():
+            if b"emulator.delayline" in (proc / "cmdline").read_bytes():
                 pids.add(int(proc.name))
         except OSError:
             pass

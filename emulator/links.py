@@ -10,7 +10,7 @@ without netem all three silently disappear. Here:
   - with sch_netem (`netem_available()`), netem replaces the FIFO under the
     HTB class: the sending side delays, as Mininet does;
   - without it, the receiving side delays: each end's *arriving* packets go
-    through an NFQUEUE to the fabric's delay line (harness/delayline.py).
+    through an NFQUEUE to the fabric's delay line (emulator/delayline.py).
   Either way each direction of the link sees the delay and the loss once.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""E5 and E6 (harness/cc_compare.py): the schemes, the hot link on a real
+"""E5 and E6 (experiments/algorithms.py): the schemes, the hot link on a real
 network, and the figures from records."""
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ def _class_rate(fabric, node: str, intf: str) -> str:
 @needs_root
 def test_hot_link_slows_both_directions_then_restores_them(no_leftovers):
     from dctopo import FatTree
-    from harness.cc_compare import HotLink
-    from harness.network import Network
+    from experiments.algorithms import HotLink
+    from emulator.network import Network
     with Network(FatTree(k=4), LinkParams(bw_mbps=10), cc="reno") as net:
         hot = HotLink(net.fabric, 10, 0.1, window=(0.3, 1.2))
         ends = [(node, f"{node}-eth{port}") for node, port in hot.ends]

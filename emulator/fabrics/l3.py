@@ -30,7 +30,7 @@ import hashlib
 
 from base.platform import sysctl_exists
 from dctopo import Interface
-from harness.fabric import Fabric, _batch, _sysctl, common_sysctls
+from emulator.fabrics.common import Fabric, _batch, _sysctl, common_sysctls
 
 # addresses, protocol, ports (see ip-sysctl.rst, fib_multipath_hash_fields)
 HASH_FIELDS_5TUPLE = "0x0037"

@@ -26,12 +26,13 @@ from pathlib import Path
 
 from dctopo import WiFi3G
 from harness.config import LinkParams, Wifi3GConfig, Wifi3GPoint
-from harness.delayline import stats_delta
-from harness.keepawake import KeepAwake
-from harness.network import Network
-from harness.runner import Experiment
-from harness.longflows import PAYLOAD_PER_FRAME
-from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints, read_json, receiver_samples
+from emulator.delayline import stats_delta
+from emulator.keepawake import KeepAwake
+from emulator.network import Network
+from experiments.runner import Experiment
+from experiments.longflows import PAYLOAD_PER_FRAME
+from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
+from emulator.traffic.iperf_driver import read_json, receiver_samples
 from kernel import transport
 
 # A run is flagged delay_line_late when more than this share (%) of its

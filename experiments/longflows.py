@@ -3,8 +3,8 @@ MPTCP counters over all hosts, the path manager's connections per flow, and
 the flags that make a run of long flows untrustworthy."""
 from __future__ import annotations
 
-from harness.fabric import Fabric
-from harness.traffic import FlowEndpoints, FlowOutcome
+from emulator.fabrics.common import Fabric
+from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
 from kernel.mptcp_pm import Connection, UserspacePM
 from monitor import CpuMonitor

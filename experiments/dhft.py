@@ -28,10 +28,10 @@ from pathlib import Path
 
 from dctopo import DHFT, PerfectSwitch
 from harness.config import DhftConfig, DhftPoint
-from harness.network import Network
-from harness.runner import Experiment
-from harness.longflows import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
-from harness.traffic import FlowEndpoints
+from emulator.network import Network
+from experiments.runner import Experiment
+from experiments.longflows import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
+from emulator.traffic.common import FlowEndpoints
 from kernel import transport
 from monitor import CpuMonitor
 from workloads import TrafficMatrix, make_rack_matrix

@@ -26,9 +26,9 @@ from pathlib import Path
 from mininet.node import Node
 
 from dctopo import DCTopo, Interface, intf_name
-from harness import links
+from emulator import links
 from harness.config import LinkParams
-from harness.delayline import DelayLine, QueueSpec
+from emulator.delayline import DelayLine, QueueSpec
 from base.procs import CommandError, ProcessTracker, run
 
 NODE_SCRIPT_TIMEOUT = 60

@@ -248,7 +248,7 @@ def wait_for_quiet(say, wait_s: float = QUIET_WAIT_S) -> tuple[float, float]:
 def calibrate(fabric: str, say=print) -> Calibration:
     """Measure CPU per Gbit-hop with MPTCP-8 on FatTree(4) one_to_one, the
     median of CALIBRATION_REPEATS runs on one network."""
-    from harness.sweep import Sweep
+    from experiments.fattree import Sweep
     from monitor import CpuMonitor, CpuTimes, read_proc_stat
 
     before_busy, before_steal = wait_for_quiet(say)

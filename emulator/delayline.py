@@ -1,6 +1,6 @@
 """Link delay, jitter and random loss on kernels without sch_netem.
 
-Where sch_netem exists, harness/links.py uses it. Where it does not (the
+Where sch_netem exists, emulator/links.py uses it. Where it does not (the
 development machines' 6.18 kernel has no sch_netem), every impaired interface hands what it *receives* to a
 userspace delay line through a netfilter queue:
 
@@ -25,7 +25,7 @@ otherwise released `delay` (+ jitter) after it arrived.
   carries nothing, which a run sees and flags, instead of silently losing
   its delay.
 
-Run by the fabric as `python -m harness.delayline SPEC STATS`: SPEC is a JSON
+Run by the fabric as `python -m emulator.delayline SPEC STATS`: SPEC is a JSON
 list of `QueueSpec`s; "ready" is printed once every queue is bound; on
 SIGTERM the statistics (packets, losses, how late releases were) go to STATS.
 """
@@ -303,7 +303,7 @@ class DelayLine:
         spec.write_text(json.dumps([dataclasses.asdict(s) for s in self.specs]))
         repo = Path(__file__).resolve().parent.parent
         self.proc = self.procs.spawn(
-            "delay line", [sys.executable, "-m", "harness.delayline", str(spec),
+            "delay line", [sys.executable, "-P", "-m", "emulator.delayline", str(spec),
                            str(self._dir / "stats.json")],
             stdout=subprocess.PIPE, stderr=(self._dir / "stderr").open("w"),
             env={**os.environ, "PYTHONPATH": str(repo)})

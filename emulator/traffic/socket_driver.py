@@ -1,4 +1,4 @@
-"""Long flows from our own socket driver (harness/flowgen.py): one receiver
+"""Long flows from our own socket driver (emulator/traffic/flowgen.py): one receiver
 and one sender process for all flows, every connection opened and given its
 subflows on empty links, and data released for all flows at one instant.
 
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from base.procs import ProcessTracker
-from harness.traffic import FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome, TrafficDriver, TrafficError
+from emulator.traffic.common import FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome, TrafficDriver, TrafficError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONNECT_TIMEOUT_S = 10.0
 # How long the connections may take to get all their subflows before data is
 # released anyway (the run then records the missing ones).
@@ -39,7 +39,7 @@ class _Child:
         # -P: the caller's working folder must not come first on the path.
         env = dict(os.environ, PYTHONPATH=str(REPO))
         with open(log, "wb") as err:
-            self.proc = procs.spawn(f"flowgen {role}", [sys.executable, "-P", "-m", "harness.flowgen", role],
+            self.proc = procs.spawn(f"flowgen {role}", [sys.executable, "-P", "-m", "emulator.traffic.flowgen", role],
                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env)
         self.role = role
         self.log = log

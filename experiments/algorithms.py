@@ -10,7 +10,7 @@ tenth of its rate. Coupled algorithms that move traffic off congestion (LIA,
 OLIA) should keep the flows that can cross that link close to their rate;
 UNCOUPLED and EWTCP should not.
 
-Each scheme is one run of the FatTree sweep (harness/sweep.py) on its own
+Each scheme is one run of the FatTree sweep (experiments/fattree.py) on its own
 network, in `results/<experiment><k>/<scheme>/ft<k>/one_to_one/flows<N>/`;
 the traffic matrix comes from the same seed, so every scheme carries the same
 flows.
@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 from harness.config import CC_SCHEMES, CcCompareConfig, RunConfig
-from harness.fabric import Fabric
+from emulator.fabrics.common import Fabric
 from base.procs import CommandError
-from harness.runner import Experiment
-from harness.sweep import Sweep, run_summary
+from experiments.runner import Experiment
+from experiments.fattree import Sweep, run_summary
 
 
 def scheme_text(scheme: str, subflows: int) -> str:

@@ -43,7 +43,7 @@ from controller.addressing import datapath_ids, host_mac, ofport
 from controller.ovs import OvsInstance, kernel_datapath_available
 from dctopo import DCTopo, Interface
 from harness.config import LinkParams
-from harness.fabric import Fabric, NsNode, _batch, _sysctl, common_sysctls
+from emulator.fabrics.common import Fabric, NsNode, _batch, _sysctl, common_sysctls
 from base.procs import CommandError, run
 
 READY_TIMEOUT_S = 60
@@ -349,7 +349,7 @@ def _spread(topo: DCTopo, daemons: int) -> dict[str, int]:
 
 def _controller_env() -> dict[str, str]:
     """The controller imports our packages (controller, dctopo) by path."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env

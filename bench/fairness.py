@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Fairness at a shared bottleneck and load shifting, per congestion control.
 
-    sudo .venv/bin/python bench/cc_fairness.py [--ccs reno,lia,olia,ewtcp] [--repeat 2]
+    sudo .venv/bin/python bench/fairness.py [--ccs reno,lia,olia,ewtcp] [--repeat 2]
         [--time 40] [--warmup 5] [--bw 10] [--queue 100] [--cross 1]
 
 On dctopo.TwoPaths (two disjoint bottlenecks of --bw Mb/s, --queue packets,
---cross Reno flows as competing traffic; harness/cc_fairness.py):
+--cross Reno flows as competing traffic; experiments/fairness.py):
 
   shared  an MPTCP connection with two subflows on bottleneck 0 next to
           the Reno flows on it (x1 -> x2). Printed: MPTCP / mean Reno goodput.
@@ -31,8 +31,8 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.cc_fairness import CASES, TwoPathCase, TwoPathResult  # noqa: E402
-from harness.keepawake import KeepAwake  # noqa: E402
+from experiments.fairness import CASES, TwoPathCase, TwoPathResult  # noqa: E402
+from emulator.keepawake import KeepAwake  # noqa: E402
 
 
 def measure(case: str, ccs: list[str], args, logdir: Path) -> dict[str, list[TwoPathResult]]:

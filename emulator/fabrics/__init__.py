@@ -1,6 +1,6 @@
 """The fabrics a sweep can be built on, by the name `--fabric` takes (which
 one a run gets when it does not say: harness.config.default_fabric)."""
-from harness.fabric_l3 import L3Fabric
-from harness.fabric_openflow import OpenFlowFabric, ReactiveOpenFlowFabric
+from emulator.fabrics.l3 import L3Fabric
+from emulator.fabrics.openflow import OpenFlowFabric, ReactiveOpenFlowFabric
 
 FABRICS = {cls.name: cls for cls in (L3Fabric, OpenFlowFabric, ReactiveOpenFlowFabric)}

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from dctopo import DCTopo
 from harness.config import LinkParams
-from harness.fabric import Fabric
-from harness.fabrics import FABRICS
+from emulator.fabrics.common import Fabric
+from emulator.fabrics import FABRICS
 from base.procs import ProcessTracker, run
-from harness.drivers import DRIVERS
+from emulator.traffic.drivers import DRIVERS
 from kernel import transport
 from kernel.coupled_cc import CoupledCC
 from kernel.mptcp_pm import UserspacePM

@@ -1,6 +1,6 @@
 """What coupling does on two paths: fairness at a shared bottleneck and
 moving traffic off a loaded path (RFC 6356's goals 1 and 3), measured on
-dctopo.TwoPaths. Used by bench/cc_fairness.py and tests/test_cc_fairness.py.
+dctopo.TwoPaths. Used by bench/fairness.py and tests/test_fairness.py.
 
     h1 ==path 0==> h2     MPTCP, 2 subflows, the algorithm under test
     h1 ==path 1==> h2
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from dctopo import TwoPaths
 from harness.config import LinkParams
-from harness.network import Network
-from harness.traffic import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
+from emulator.network import Network
+from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from kernel.transport import read_dev_bytes
 
 CASES = ("shared", "shift")

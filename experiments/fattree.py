@@ -19,13 +19,13 @@ import mininet.net
 
 from dctopo import FatTree
 from harness.config import RunConfig, SweepConfig
-from harness.network import Network
-from harness.results import ensure_dir, give_to_invoking_user
-from harness.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,
+from emulator.network import Network
+from experiments.staging import ensure_dir, give_to_invoking_user
+from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,
                                mptcp_counters, run_flags, subflows_by_flow)
-from harness.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
-from harness.startup import PhaseClock, startup_record
-from harness.traffic import FlowEndpoints, FlowOutcome
+from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
+from experiments.startup import PhaseClock, startup_record
+from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
 from monitor import CpuMonitor, Monitors
 from workloads import Flow, TrafficMatrix, load_or_make
@@ -44,7 +44,7 @@ WINDOW_REPAIRS = "CoupledCcWindowRepairs"
 class Sweep:
     def __init__(self, cfg: SweepConfig, say=print, capacity=None):
         """`capacity`: the capacity guard's verdict for this sweep
-        (harness.capacity.Verdict), recorded in every run."""
+        (experiments.capacity.Verdict), recorded in every run."""
         self.cfg = cfg
         self.say = say
         self.capacity = capacity

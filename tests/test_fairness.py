@@ -1,4 +1,4 @@
-"""What coupling does on the real kernel (harness/cc_fairness.py): LIA
+"""What coupling does on the real kernel (experiments/fairness.py): LIA
 against uncoupled Reno subflows at a shared bottleneck and on two paths of
 which one is loaded. Runs of the two alternate on one network, three each,
 20 s after a 5 s warm-up; the figures are printed (pytest -s).
@@ -16,7 +16,7 @@ Both cases use 25-packet queues. At a shared bottleneck with 100 packets a Reno
 sawtooth lasts seconds, a 20 s run holds a few of them, and the ratio of
 one run ranged 0.6-1.5 for LIA and 1.0-2.0 for uncoupled: means of three
 runs overlapped (LIA 0.74-1.29, uncoupled 1.16-1.43 in five sets; two
-CI-style runs failed). With 25 packets (bench/cc_fairness.py --queue 25,
+CI-style runs failed). With 25 packets (bench/fairness.py --queue 25,
 three runs each): uncoupled 1.32, 1.28, 1.55, LIA 0.47, 0.49, 0.57.
 On the loaded path, 100 packets did not separate the shares either (a CI
 run: uncoupled 0.67, 0.75, 0.71, LIA 0.72, 0.68, 0.70); with 25 packets the
@@ -28,7 +28,7 @@ import statistics
 
 import pytest
 
-from harness.cc_fairness import TwoPathCase, TwoPathResult
+from experiments.fairness import TwoPathCase, TwoPathResult
 from tests.conftest import needs_root
 
 RUNS, TIME_S, WARMUP_S = 3, 20, 5

@@ -1,6 +1,6 @@
 """Long-lived bulk flows from one sender process and one receiver process,
-whatever the number of flows and hosts: `python -m harness.flowgen send` or
-`receive`, driven line by line over stdin/stdout by harness/socket_driver.py.
+whatever the number of flows and hosts: `python -m emulator.traffic.flowgen send` or
+`receive`, driven line by line over stdin/stdout by emulator/traffic/socket_driver.py.
 
 Why not one iperf3 pair per flow: at FatTree(8) a run started 128 servers and
 128 clients (each MPTCP one wrapped in mptcpize) at once, and every client
@@ -312,5 +312,5 @@ def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int
 if __name__ == "__main__":
     roles = {"send": send, "receive": receive}
     if len(sys.argv) != 2 or sys.argv[1] not in roles:
-        sys.exit("usage: python -m harness.flowgen send|receive")
+        sys.exit("usage: python -m emulator.traffic.flowgen send|receive")
     roles[sys.argv[1]]()

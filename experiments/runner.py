@@ -5,7 +5,7 @@ An experiment (a subclass of `Experiment`) declares what is its own:
 * `name`: what run.json's "experiment" field and the final line call it;
 * `points()`: its runs in order; adjacent runs with the same
   `network_key(point)` share one network, built once for them;
-* `network(key)`: that network, a harness.network.Network not yet started;
+* `network(key)`: that network, a emulator.network.Network not yet started;
 * `prepare(net)`: what a network needs once, before its first run (a
   baseline measurement); nothing by default;
 * `describe(point)`: the progress line's words for a run;
@@ -16,7 +16,7 @@ An experiment (a subclass of `Experiment`) declares what is its own:
   `finished(runs, wall_s)`: the lines before the first and after the last.
 
 The runner owns the rest: grouping by network; progress with what is left
-and the ETA; the staging folder and its atomic commit (harness/results.py:
+and the ETA; the staging folder and its atomic commit (experiments/staging.py:
 an interrupted run leaves the earlier one in place); the fields every
 record has (`schema`, `experiment`, `kernel`, `started_at`, `finished_at`,
 `valid`, which is "no flags"); and turning a traffic failure into a
@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Hashable
 
 from base import records
-from harness.network import Network
-from harness.results import RunStage
-from harness.traffic import TrafficError
+from emulator.network import Network
+from experiments.staging import RunStage
+from emulator.traffic.common import TrafficError
 
 
 

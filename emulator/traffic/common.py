@@ -1,0 +1,96 @@
+"""What every traffic driver shares: a run's flows and their ports, what a
+flow's receiver got, and the driver interface (`TrafficDriver`). The drivers
+themselves: iperf_driver.py (an iperf3 pair per flow) and socket_driver.py
+(our own sender and receiver for all flows); drivers.py names them.
+
+Every flow's client binds a known port so the path manager can tell its
+data connection from any other: only the data connection is given extra
+subflows. Each run takes its client ports from the next block of
+CLIENT_PORT_BLOCK ports: a port of the previous run may still sit in
+TIME_WAIT.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from base.procs import ProcessTracker
+from emulator.fabrics.common import Fabric, wait_until
+from kernel.transport import listening_ports
+from workloads import Flow
+
+SERVER_PORT_BASE = 5201
+CLIENT_PORT_BASE = 40000      # above kernel/transport.py's ephemeral range
+CLIENT_PORT_BLOCK = 1000      # most flows one host may send in a run
+CLIENT_PORT_BLOCKS = 25       # a block comes back after 25 runs, > 60 s of TIME_WAIT
+LISTEN_TIMEOUT_S = 10
+# How long after the planned end a client may take to report before it is
+# killed and its flow marked as timed out.
+FINISH_GRACE_S = 20
+
+
+class TrafficError(RuntimeError):
+    pass
+
+
+@dataclass
+class FlowEndpoints:
+    index: int
+    src: str
+    dst: str
+    src_ip: str
+    dst_ip: str
+    client_port: int
+    server_port: int
+
+
+@dataclass
+class FlowOutcome:
+    endpoints: FlowEndpoints
+    goodput_mbps: float        # after the warm-up
+    seconds: float             # seconds counted (after the warm-up)
+    error: str | None          # iperf3's own error, or ours (timeout, no result)
+    timed_out: bool
+    whole_mbps: float = 0.0    # over the whole transfer, warm-up included
+    first_data_s: float | None = None   # start of the first interval in which data arrived
+    per_second_mbps: list[float] | None = None   # every interval from the start, warm-up included
+
+
+class TrafficDriver:
+    """What every driver of long flows shares: how a run's flows get their
+    ports. A driver's run() sends every flow for warmup_s + time_s seconds
+    and returns one FlowOutcome per flow, measured at the receiver."""
+    name = ""
+
+    def __init__(self, fabric: Fabric, procs: ProcessTracker):
+        self.fabric = fabric
+        self.procs = procs
+        self._next_block = 0
+
+    def endpoints(self, flows: list[Flow]) -> list[FlowEndpoints]:
+        """Ports for the next run: a distinct server port per flow on its
+        receiver, a distinct client port per flow from a fresh block."""
+        base = CLIENT_PORT_BASE + (self._next_block % CLIENT_PORT_BLOCKS) * CLIENT_PORT_BLOCK
+        self._next_block += 1
+        served, sent = defaultdict(int), defaultdict(int)
+        out = []
+        for i, f in enumerate(flows):
+            if sent[f.src] >= CLIENT_PORT_BLOCK:
+                raise TrafficError(f"{f.src} sends more than {CLIENT_PORT_BLOCK} flows")
+            out.append(FlowEndpoints(i, f.src, f.dst, self.fabric.host_ip(f.src),
+                                     self.fabric.host_ip(f.dst),
+                                     base + sent[f.src], SERVER_PORT_BASE + served[f.dst]))
+            sent[f.src] += 1
+            served[f.dst] += 1
+        return out
+
+    def _wait_listening(self, flows: list[FlowEndpoints]) -> None:
+        wanted = defaultdict(set)
+        for f in flows:
+            wanted[f.dst].add(f.server_port)
+
+        def all_listening() -> bool:
+            return all(ports <= listening_ports(self.fabric.pid(h)) for h, ports in wanted.items())
+
+        if not wait_until(all_listening, LISTEN_TIMEOUT_S):
+            raise TrafficError(f"{self.name} servers not listening after {LISTEN_TIMEOUT_S} s")
