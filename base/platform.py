@@ -79,3 +79,9 @@ def sysctl_exists(name: str) -> bool:
     """Whether this kernel has sysctl `name` (e.g. net.ipv4.fib_multipath_hash_seed,
     Linux 6.11 and later), read in this process's namespace."""
     return Path("/proc/sys", *name.split(".")).exists()
+
+
+def netem_available() -> bool:
+    """Whether this kernel has sch_netem, built in or as a module on disk.
+    Nothing is loaded or created to find out."""
+    return module_available("sch_netem", "NET_SCH_NETEM")

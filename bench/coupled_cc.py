@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.config import LinkParams, SweepConfig  # noqa: E402
+from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from experiments.fattree import Sweep, _percentile  # noqa: E402
 
 

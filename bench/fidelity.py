@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from experiments import capacity  # noqa: E402
 from harness.cli import parse_subflows  # noqa: E402
-from harness.config import LinkParams, SweepConfig  # noqa: E402
+from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from experiments.fattree import Sweep, _percentile  # noqa: E402
 
 # The k=4 targets (fidelity issue; paper Fig. 2 and its packet-level simulation).

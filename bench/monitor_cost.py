@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.config import LinkParams, SweepConfig  # noqa: E402
+from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from experiments.fattree import Sweep  # noqa: E402
 from monitor import CpuMonitor, Monitors, PortMonitor  # noqa: E402
 from workloads import make_matrix  # noqa: E402

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from experiments import capacity  # noqa: E402
 from harness.cli import parse_subflows  # noqa: E402
-from harness.config import LinkParams, SweepConfig  # noqa: E402
+from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from base.procs import ProcessTracker  # noqa: E402
 from emulator.traffic.socket_driver import SocketDriver  # noqa: E402
 from experiments.fattree import Sweep  # noqa: E402

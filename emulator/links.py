@@ -7,7 +7,7 @@ without netem all three silently disappear. Here:
   the link rate with a packet FIFO of `queue_pkts` under it, both present on
   a stock kernel;
 * delay, jitter and loss, where the link has any:
-  - with sch_netem (`netem_available()`), netem replaces the FIFO under the
+  - with sch_netem (`base.platform.netem_available()`), netem replaces the FIFO under the
     HTB class: the sending side delays, as Mininet does;
   - without it, the receiving side delays: each end's *arriving* packets go
     through an NFQUEUE to the fabric's delay line (emulator/delayline.py).
@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import math
 
-from base.platform import module_available
-from harness.config import LinkParams
+from base.links import LinkParams
 
 # A single class never borrows, so HTB's quantum only has to hold one frame;
 # setting it avoids the kernel's "quantum is big" warning at high rates.
@@ -87,9 +86,3 @@ def offload_commands(intf: str, link: LinkParams) -> list[str]:
     """
     state = "on" if link.offload else "off"
     return [f"ethtool -K {intf} tso {state} gso {state}"]
-
-
-def netem_available() -> bool:
-    """Whether this kernel has sch_netem, built in or as a module on disk.
-    Nothing is loaded or created to find out."""
-    return module_available("sch_netem", "NET_SCH_NETEM")

@@ -14,7 +14,7 @@ import signal
 from pathlib import Path
 
 from dctopo import DCTopo
-from harness.config import LinkParams
+from base.links import LinkParams
 from emulator.fabrics.common import Fabric
 from emulator.fabrics import FABRICS
 from base.procs import ProcessTracker, run

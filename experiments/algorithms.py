@@ -21,7 +21,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness.config import CC_SCHEMES, CcCompareConfig, RunConfig
+from experiments.config import CC_SCHEMES, CcCompareConfig, RunConfig
 from emulator.fabrics.common import Fabric
 from base.procs import CommandError
 from experiments.runner import Experiment

@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from base.files import atomic_write_text
-from harness.config import LinkParams, SweepConfig
+from experiments.config import LinkParams, SweepConfig
 
 CALIBRATION_VERSION = 2
 CACHE_DIR = Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harness"))

@@ -27,7 +27,7 @@ import statistics
 from pathlib import Path
 
 from dctopo import DHFT, PerfectSwitch
-from harness.config import DhftConfig, DhftPoint
+from experiments.config import DhftConfig, DhftPoint
 from emulator.network import Network
 from experiments.runner import Experiment
 from experiments.longflows import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dctopo import TwoPaths
-from harness.config import LinkParams
+from experiments.config import LinkParams
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from kernel.transport import read_dev_bytes

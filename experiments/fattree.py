@@ -18,7 +18,7 @@ from pathlib import Path
 import mininet.net
 
 from dctopo import FatTree
-from harness.config import RunConfig, SweepConfig
+from experiments.config import RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from dctopo import WiFi3G
-from harness.config import LinkParams, Wifi3GConfig, Wifi3GPoint
+from experiments.config import LinkParams, Wifi3GConfig, Wifi3GPoint
 from emulator.delayline import stats_delta
 from emulator.keepawake import KeepAwake
 from emulator.network import Network

@@ -21,7 +21,7 @@ import math
 
 from base.files import check_folder_path, check_folder_writable
 from base.lock import ExperimentLock
-from harness.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS, DHFT_SWEEPS,
+from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS, DHFT_SWEEPS,
                             DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS, WORKLOADS, CcCompareConfig,
                             ConfigError, DhftConfig, LinkParams, SweepConfig, Wifi3GConfig,
                             coupled_cc_supported, default_cc, default_fabric)

@@ -54,7 +54,7 @@ def check_congestion_control(cc: str,
                              f"(available: {' '.join(names)})")
 
 
-# What link delay and loss need where the kernel has no netem (emulator/links.py).
+# What link delay and loss need where the kernel has no netem (emulator/links.py says how).
 DELAY_BINARIES = {"iptables-restore": "iptables"}
 OPENFLOW_BINARIES = {t: "openvswitch-switch" for t in
                      ("ovsdb-tool", "ovsdb-server", "ovs-vswitchd", "ovs-vsctl", "ovs-ofctl")}
@@ -76,7 +76,7 @@ def check_all(cc: str, delay: bool = False, fabric: str = "l3") -> None:
     if fabric.startswith("openflow"):
         check_openflow()
     if delay:
-        from emulator.links import netem_available
+        from base.platform import netem_available
         if not netem_available():
             check_binaries(DELAY_BINARIES)
     from kernel import coupled_cc

@@ -48,15 +48,15 @@ EMULATION_RTT_SLACK_MS = 2.0 if FULL_EMULATION else 0.0
 
 def kernel_has(feature: str) -> bool:
     """The harness's own checks of what a stock kernel adds."""
-    from harness.config import coupled_cc_supported
-    from emulator.links import netem_available
+    from experiments.config import coupled_cc_supported
+    from base.platform import netem_available
     return {"netem": netem_available, "kfunc": coupled_cc_supported}[feature]()
 
 
 def stock_kernel_path(feature: str):
     """Marks for a test (or a parameter) of a path only stock kernels take:
     `guest`, and a skip that says where to run it on a kernel without it."""
-    from harness.config import COUPLED_CC_KFUNC
+    from experiments.config import COUPLED_CC_KFUNC
     why = {"netem": "this kernel has no sch_netem",
            "kfunc": f"this kernel lacks the {COUPLED_CC_KFUNC} kfunc"}[feature]
     return [pytest.mark.guest,

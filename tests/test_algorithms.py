@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness.config import CC_SCHEMES, CcCompareConfig, ConfigError, LinkParams
+from experiments.config import CC_SCHEMES, CcCompareConfig, ConfigError, LinkParams
 from tests.conftest import needs_root
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from dctopo import FatTree
 from experiments import capacity
-from harness.config import LinkParams, SweepConfig
+from experiments.config import LinkParams, SweepConfig
 from tests.conftest import ROOT, needs_root
 from workloads import Flow, TrafficMatrix, make_matrix
 

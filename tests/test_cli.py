@@ -9,8 +9,8 @@ import pytest
 
 from harness import cli
 from harness.cli import config_from_args, parse_subflows
-from harness import config
-from harness.config import ConfigError
+from experiments import config
+from experiments.config import ConfigError
 from kernel import preflight
 from tests.conftest import ROOT, needs_root
 from tests.leftovers import Snapshot

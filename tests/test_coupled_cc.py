@@ -13,7 +13,7 @@ import time
 import pytest
 
 from dctopo import TwoPaths
-from harness.config import LinkParams
+from experiments.config import LinkParams
 from emulator.network import Network
 from base.procs import run
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints

@@ -19,7 +19,7 @@ import pytest
 
 from dctopo import WiFi3G
 from emulator import links
-from harness.config import LinkParams
+from experiments.config import LinkParams
 from emulator.fabrics.common import wait_until
 from emulator.fabrics.l3 import L3Fabric
 from base.procs import ProcessTracker, run
@@ -266,6 +266,6 @@ def test_nfqueue_rules():
 
 @pytest.mark.parametrize("bad", [dict(delay_ms=-1), dict(delay_ms=5, jitter_ms=6), dict(loss_pct=100)])
 def test_bad_impairments_are_refused(bad):
-    from harness.config import ConfigError
+    from experiments.config import ConfigError
     with pytest.raises(ConfigError):
         LinkParams(**bad).validate()

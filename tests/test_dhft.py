@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from dctopo import DHFT, FatTree, PerfectSwitch
-from harness.config import DhftConfig, LinkParams
+from experiments.config import DhftConfig, LinkParams
 from emulator.fabrics.l3 import L3Fabric
 from experiments.longflows import PAYLOAD_PER_FRAME
 from emulator.traffic.common import FlowEndpoints

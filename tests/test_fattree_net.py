@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.config import LinkParams, SweepConfig
+from experiments.config import LinkParams, SweepConfig
 from base.procs import run
 from experiments.fattree import Sweep
 from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from dctopo import DCTopo
-from harness.config import LinkParams
+from experiments.config import LinkParams
 from emulator.fabrics.l3 import L3Fabric
 from emulator.links import netem_in_flight_pkts, rate_change
 from base.procs import ProcessTracker, run

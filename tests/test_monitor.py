@@ -334,7 +334,7 @@ PAYLOAD_SHARE = 1448 / 1514
 def pair(no_leftovers):
     """h0 - r0 - h1 at 20 Mb/s with 20-packet queues, plus the userspace path
     manager: the small network of tests/test_links.py."""
-    from harness.config import LinkParams
+    from experiments.config import LinkParams
     from emulator.fabrics.l3 import L3Fabric
     from base.procs import ProcessTracker, run
     from kernel import transport

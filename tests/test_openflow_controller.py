@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from harness.config import LinkParams, SweepConfig
+from experiments.config import LinkParams, SweepConfig
 from experiments.fattree import Sweep
 from tests.conftest import needs_root
 

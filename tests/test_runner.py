@@ -3,7 +3,7 @@ lines, one point and one flow, runs through the runner unchanged: progress,
 a staged and committed run.json with the common fields, and its flags."""
 import json
 
-from harness.config import LinkParams
+from experiments.config import LinkParams
 from emulator.network import Network
 from experiments.runner import Experiment, Runner
 from tests.conftest import needs_root

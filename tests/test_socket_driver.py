@@ -3,7 +3,7 @@ connection has all its subflows before the first data byte, as the path
 manager's own records show, and goodput is counted from the release."""
 import pytest
 
-from harness.config import LinkParams, SweepConfig
+from experiments.config import LinkParams, SweepConfig
 from emulator.traffic.socket_driver import outcomes
 from experiments.longflows import all_subflows_up, client_connections, flow_key
 from experiments.fattree import Sweep

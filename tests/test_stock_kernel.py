@@ -22,7 +22,7 @@ import subprocess
 import pytest
 
 from harness.cli import config_from_args
-from harness.config import COUPLED_CC_KFUNC as KFUNC
+from experiments.config import COUPLED_CC_KFUNC as KFUNC
 from tests.conftest import ROOT, kernel_has, needs_root
 
 SCRIPT = str(ROOT / "run_mptcp.sh")

@@ -5,7 +5,7 @@ import ipaddress
 import pytest
 
 from dctopo import FatTree
-from harness.config import LinkParams
+from experiments.config import LinkParams
 from emulator.fabrics.l3 import L3Fabric
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from dctopo import WiFi3G
-from harness.config import CELL, WIFI, LinkParams, Wifi3GConfig, buffer_pkts
+from experiments.config import CELL, WIFI, LinkParams, Wifi3GConfig, buffer_pkts
 from emulator.fabrics.l3 import L3Fabric
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 

@@ -1,5 +1,5 @@
 """The fabrics a sweep can be built on, by the name `--fabric` takes (which
-one a run gets when it does not say: harness.config.default_fabric)."""
+one a run gets when it does not say: experiments.config.default_fabric)."""
 from emulator.fabrics.l3 import L3Fabric
 from emulator.fabrics.openflow import OpenFlowFabric, ReactiveOpenFlowFabric
 

@@ -27,8 +27,9 @@ from mininet.node import Node
 
 from dctopo import DCTopo, Interface, intf_name
 from emulator import links
-from harness.config import LinkParams
+from base.links import LinkParams
 from emulator.delayline import DelayLine, QueueSpec
+from base.platform import netem_available
 from base.procs import CommandError, ProcessTracker, run
 
 NODE_SCRIPT_TIMEOUT = 60
@@ -72,7 +73,7 @@ class Fabric:
         self.link = link
         self.seed = seed
         if delay_backend is None:
-            delay_backend = "netem" if links.netem_available() else "nfqueue"
+            delay_backend = "netem" if netem_available() else "nfqueue"
         self.delay_backend = delay_backend
         self.nodes: dict[str, NsNode] = {}
         self.procs = ProcessTracker()

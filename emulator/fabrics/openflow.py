@@ -42,7 +42,7 @@ from pathlib import Path
 from controller.addressing import datapath_ids, host_mac, ofport
 from controller.ovs import OvsInstance, kernel_datapath_available
 from dctopo import DCTopo, Interface
-from harness.config import LinkParams
+from base.links import LinkParams
 from emulator.fabrics.common import Fabric, NsNode, _batch, _sysctl, common_sysctls
 from base.procs import CommandError, run
 

@@ -1,4 +1,4 @@
-"""The traffic drivers by name (harness/config.py's DRIVERS), one interface:
+"""The traffic drivers by name (experiments/config.py's DRIVERS), one interface:
 endpoints() gives a run's flows their ports, run() sends them and returns
 what each receiver got."""
 from emulator.traffic.socket_driver import SocketDriver
