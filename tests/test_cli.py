@@ -135,7 +135,7 @@ def test_run_length_scales_with_round_trips_below_10mbps(bw, counted, warmup):
 @pytest.mark.parametrize("ovs_module", [True, False])
 def test_default_fabric_is_l3_until_openflow_is_shown_to_match_it(monkeypatch, ovs_module):
     """The rule, on any machine: l3 by default, and the note says why."""
-    monkeypatch.setattr(config, "openvswitch_kernel_datapath", lambda: ovs_module)
+    monkeypatch.setattr(config.common, "openvswitch_kernel_datapath", lambda: ovs_module)
     cfg, _ = config_from_args(["4"])
     assert cfg.fabric == "l3"
     assert cfg.fabric_note == f"default fabric l3: {config.FABRIC_DEFAULT_WHY[ovs_module]}"
@@ -145,7 +145,7 @@ def test_default_fabric_is_l3_until_openflow_is_shown_to_match_it(monkeypatch, o
 
 @pytest.mark.parametrize("kfunc", [True, False])
 def test_coupled_cc_needs_the_kfunc_and_the_default_falls_back(monkeypatch, kfunc):
-    monkeypatch.setattr(config, "btf_has", lambda name: kfunc and name == "bpf_rdonly_cast")
+    monkeypatch.setattr(config.common, "btf_has", lambda name: kfunc and name == "bpf_rdonly_cast")
     cfg, _ = config_from_args(["4"])
     assert cfg.cc == ("lia" if kfunc else "reno")
     assert ("bpf_rdonly_cast" in cfg.cc_note) == (not kfunc)

@@ -1,0 +1,92 @@
+"""E5 and E6's config: congestion controls on the permutation, without and
+with a hot spot."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, default_warmup_s,
+                                       check_cc, check_run_settings)
+from experiments.config.fattree import SweepConfig
+
+# -- E5 and E6: congestion controls on the permutation, without and with a hot spot
+
+# The paper's algorithms (Section 3, Fig. 9-11) as (congestion control,
+# subflows): "tcp" is single-path TCP; the others are MPTCP with the chosen
+# subflow count, "uncoupled" running plain Reno on every subflow.
+CC_SCHEMES = {"tcp": ("reno", 1), "uncoupled": ("reno", None), "ewtcp": ("ewtcp", None),
+              "lia": ("lia", None), "olia": ("olia", None)}
+CC_EXPERIMENTS = ("algorithms", "hotspot")
+
+
+@dataclass(frozen=True)
+class CcCompareConfig:
+    """Everything `run_mptcp.sh algorithms` (E5) or `run_mptcp.sh hotspot`
+    (E6) was asked to do: one FatTree one_to_one run per scheme, the same
+    traffic matrix for all. For `hotspot`, one core link runs at
+    `hot_factor` of its rate during the middle third of the counted time."""
+    experiment: str = "algorithms"
+    k: int = 4
+    schemes: tuple[str, ...] = tuple(CC_SCHEMES)
+    subflows: int = 8
+    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float = 40.0
+    warmup_s: float | None = None
+    seed: int = 0
+    fabric: str = "l3"
+    hot_factor: float = 0.1
+    results: Path = Path("results")
+
+    @property
+    def warmup(self) -> float:
+        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
+
+    @property
+    def cc(self) -> str:
+        """The congestion control the preflight checks: a coupled one if any
+        scheme uses one (they are built and registered together)."""
+        coupled = [CC_SCHEMES[s][0] for s in self.schemes if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS]
+        return coupled[0] if coupled else "reno"
+
+    @property
+    def hot_window(self) -> tuple[float, float]:
+        """Seconds since traffic started during which the hot link is slow."""
+        return self.warmup + self.time_s / 3, self.warmup + 2 * self.time_s / 3
+
+    def validate(self) -> None:
+        if self.experiment not in CC_EXPERIMENTS:
+            raise ConfigError(f"unknown experiment {self.experiment!r}")
+        if self.k not in (4, 6, 8):
+            raise ConfigError(f"--k {self.k}: the comparison runs on FatTree(4), (6) or (8)")
+        if not self.schemes:
+            raise ConfigError("--schemes: give at least one of " + ", ".join(CC_SCHEMES))
+        for s in self.schemes:
+            if s not in CC_SCHEMES:
+                raise ConfigError(f"unknown scheme {s!r}: choose from {', '.join(CC_SCHEMES)}")
+        if not 2 <= self.subflows <= MAX_SUBFLOWS:
+            raise ConfigError(f"--subflows {self.subflows}: MPTCP schemes need 2..{MAX_SUBFLOWS} "
+                              "subflows")
+        if not 0.01 <= self.hot_factor < 1:
+            raise ConfigError(f"--hot-factor {self.hot_factor}: the hot link's share of its rate "
+                              "must be within 0.01..1")
+        for s in self.schemes:
+            if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS:
+                check_cc(CC_SCHEMES[s][0], flag="--schemes")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, "reno", self.seed)
+        if self.experiment == "hotspot" and self.time_s < 15:
+            raise ConfigError(f"--time {self.time_s:g}: the hot spot needs at least 15 s "
+                              "(5 s before, during and after)")
+        self.link.validate()
+
+    def sweep_config(self, scheme: str) -> "SweepConfig":
+        """The one-run FatTree sweep of a scheme."""
+        cc, subflows = CC_SCHEMES[scheme]
+        return SweepConfig(k=self.k, workloads=("one_to_one",), subflows=(subflows or self.subflows,),
+                           link=self.link, time_s=self.time_s, warmup_s=self.warmup, seed=self.seed,
+                           fabric=self.fabric, cc=cc, results=self.scheme_dir(scheme))
+
+    def scheme_dir(self, scheme: str) -> Path:
+        return records.cc_compare_scheme(self.results, self.experiment, self.k, scheme)

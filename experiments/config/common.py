@@ -1,0 +1,124 @@
+"""What every experiment's config shares: the names a user can choose
+from, the defaults and why, and the checks of common settings."""
+from __future__ import annotations
+
+from base.errors import ConfigError
+from base.platform import btf_has, openvswitch_kernel_datapath
+from kernel.coupled_cc import COUPLED
+
+WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
+FABRICS = ("l3", "openflow", "openflow-reactive")
+# Traffic drivers (emulator/traffic/drivers.py has the classes): iperf3 pairs, or our
+# own sender and receiver that open every connection before data flows.
+DRIVERS = ("iperf3", "socket")
+# Coupled algorithms (BPF struct_ops from kernel/bpf, registered for the run
+# by kernel/coupled_cc.py), then uncoupled ones the kernel ships.
+COUPLED_CONGESTION_CONTROLS = COUPLED
+CONGESTION_CONTROLS = (*COUPLED_CONGESTION_CONTROLS, "reno", "cubic", "bbr")
+# The paper's MPTCP is LIA (RFC 6356); with one subflow, or on plain TCP, it
+# is Reno. `--cc reno` gives the kernel's uncoupled subflows.
+DEFAULT_CC = "lia"
+MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
+# Warm-up before goodput is counted, at 10 Mb/s; scaled with the link rate
+# because what has to settle (slow start, subflow joins, queues filling) takes
+# a number of packets, not of seconds. At 10 Mb/s MPTCP-8 on FatTree(4) needs
+# about 5 s to reach its steady rate (results/README.md has the measurement).
+WARMUP_S_AT_10MBPS = 5.0
+WARMUP_MIN_S, WARMUP_MAX_S = 2.0, 20.0
+
+
+def default_warmup_s(bw_mbps: float) -> float:
+    return round(min(WARMUP_MAX_S, max(WARMUP_MIN_S, WARMUP_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
+
+
+# The FatTree sweep's counted window, in round trips rather than seconds.
+# Queues are set in packets, so a round trip through full queues lasts 10/bw
+# times as long as at 10 Mb/s (a 100-packet queue drains in 0.12 s at
+# 10 Mb/s, 1.2 s at 1 Mb/s): below 10 Mb/s the window grows by 10/bw to hold
+# as many round trips as 40 s do at 10 Mb/s, up to RUN_MAX_S (3 times, so a
+# 9-run sweep at 1 Mb/s stays within about 25 minutes). Above 10 Mb/s it stays
+# 40 s: more round trips, and per-second samples enough for a p10.
+RUN_S_AT_10MBPS = 40.0
+RUN_MAX_S = 120.0
+
+
+def default_run_s(bw_mbps: float) -> float:
+    return round(min(RUN_MAX_S, max(RUN_S_AT_10MBPS, RUN_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
+
+
+
+
+# The coupled algorithms find a subflow's MPTCP connection with this kfunc
+# (kernel/bpf/mptcp_cc.bpf.c). It arrived in Linux 6.2: Debian 12's 6.1 lacks it.
+COUPLED_CC_KFUNC = "bpf_rdonly_cast"
+SEED_MAX = 2 ** 32 - 1   # the per-router ECMP hash seeds are u32
+
+
+def coupled_cc_supported() -> bool:
+    return btf_has(COUPLED_CC_KFUNC)
+
+
+def default_cc() -> tuple[str, str]:
+    """(congestion control, note): LIA, the paper's MPTCP, where the kernel
+    can run it; the kernel's uncoupled Reno, said in the note, where not."""
+    if coupled_cc_supported():
+        return DEFAULT_CC, ""
+    return "reno", (f"default congestion control reno (uncoupled): this kernel lacks the "
+                    f"{COUPLED_CC_KFUNC} kfunc (Linux 6.2 or later) that lia, olia and ewtcp need")
+
+
+def machine_cc() -> str:
+    """The configs' default: lia, or reno where the kernel lacks the kfunc."""
+    return default_cc()[0]
+
+
+def check_cc(cc: str, flag: str = "--cc") -> None:
+    if cc not in CONGESTION_CONTROLS:
+        raise ConfigError(f"unknown congestion control {cc!r}: choose one of "
+                          f"{', '.join(CONGESTION_CONTROLS)}")
+    if cc in COUPLED_CONGESTION_CONTROLS and not coupled_cc_supported():
+        raise ConfigError(f"{flag} {cc}: this kernel lacks the {COUPLED_CC_KFUNC} kfunc (Linux 6.2 "
+                          f"or later) that the coupled algorithms need; use --cc reno (uncoupled)")
+
+
+# Why a run without --fabric gets l3. A default takes only a path tested for
+# fidelity on that kind of machine: the openflow fabric has been measured
+# against l3 on the userspace datapath only (README, "Fabrics"), and on the
+# kernel datapath tested for function in the Debian guests (guest/README.md).
+FABRIC_DEFAULT_WHY = {
+    True: ("Open vSwitch's kernel datapath is available here, but the openflow fabric on it has "
+           "not been shown to reach l3's fidelity; --fabric openflow to use it"),
+    False: ("no openvswitch kernel module here, and Open vSwitch's userspace datapath cannot "
+            "carry FatTree(4) at the fidelity target (bench/fabric_compare.py); --fabric "
+            "openflow to use it anyway"),
+}
+
+
+def default_fabric() -> tuple[str, str]:
+    """(fabric, why) for a run that does not name one."""
+    return "l3", FABRIC_DEFAULT_WHY[openvswitch_kernel_datapath()]
+
+
+def check_lists_given(sweeps, lists: dict) -> None:
+    """Every sweep asked for has at least one value to run."""
+    for sweep in sweeps:
+        if sweep in lists and not lists[sweep][1]:
+            raise ConfigError(f"{lists[sweep][0]}: give at least one value for the {sweep} sweep")
+
+
+def check_seed(seed: int) -> None:
+    if not 0 <= seed <= SEED_MAX:
+        raise ConfigError(f"--seed {seed}: must be within 0..{SEED_MAX}")
+
+
+def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str,
+                       seed: int = 0) -> None:
+    """What every experiment of long flows checks the same way."""
+    check_seed(seed)
+    if not 2 <= time_s <= 3600:
+        raise ConfigError(f"--time {time_s}: run length must be within 2..3600 s")
+    if warmup_s is not None and not 0 <= warmup_s <= 600:
+        raise ConfigError(f"--warmup {warmup_s}: warm-up must be within 0..600 s")
+    if fabric not in FABRICS:
+        raise ConfigError(f"unknown fabric {fabric!r}: choose one of {', '.join(FABRICS)}")
+    check_cc(cc)

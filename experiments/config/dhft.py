@@ -1,0 +1,123 @@
+"""E7's config: the dual-homed FatTree."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.common import (MAX_SUBFLOWS, default_warmup_s, machine_cc,
+                                       check_lists_given, check_run_settings)
+
+# -- E7: dual-homed FatTree ----------------------------------------------------
+
+DHFT_SCHEMES = ("tcp_dhft", "mptcp_dhft", "tcp_perfect")
+DHFT_SWEEPS = ("locality", "load")
+DHFT_TOPOLOGY_OF_SCHEME = {"tcp_dhft": "dhft", "mptcp_dhft": "dhft", "tcp_perfect": "perfect"}
+DHFT_MAX_FLOWS = 512
+
+
+@dataclass(frozen=True)
+class DhftPoint:
+    """One run of E7: a scheme on a traffic matrix."""
+    sweep: str            # "locality" (x: fraction of rack-local flows) or "load" (x: connections per host)
+    scheme: str           # tcp_dhft, mptcp_dhft or tcp_perfect
+    x: float
+
+    @property
+    def topology(self) -> str:
+        return DHFT_TOPOLOGY_OF_SCHEME[self.scheme]
+
+    @property
+    def workload(self) -> str:
+        return "locality" if self.sweep == "locality" else "random"
+
+    @property
+    def label(self) -> str:
+        return f"{round(100 * self.x)}pct" if self.sweep == "locality" else f"{self.x:g}conn"
+
+    def run_dir(self, results: Path, k: int) -> Path:
+        return records.dhft_run(results, k, self.sweep, self.scheme, self.label)
+
+
+@dataclass(frozen=True)
+class DhftConfig:
+    """Everything `run_mptcp.sh dhft` was asked to do."""
+    k: int = 4
+    hosts_per_rack: int | None = None          # None: the paper's round(2k/3)
+    sweeps: tuple[str, ...] = DHFT_SWEEPS
+    localities: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    # Connections per host; below 1 only that share of the hosts sends (the
+    # paper's light loads, where the core is not yet the bottleneck).
+    loads: tuple[float, ...] = (0.25, 0.5, 1, 2, 4)
+    subflows: int = 8                          # MPTCP's subflows, over both interfaces
+    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float = 20.0
+    warmup_s: float | None = None              # None: default_warmup_s(link rate)
+    seed: int = 0
+    fabric: str = "l3"
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+
+    @property
+    def warmup(self) -> float:
+        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
+
+    @property
+    def rack_size(self) -> int:
+        if self.hosts_per_rack is None:
+            return max(1, round(2 * self.k / 3))
+        return self.hosts_per_rack
+
+    @property
+    def n_hosts(self) -> int:
+        return self.k * (self.k // 2) * self.rack_size
+
+    def racks(self) -> dict[str, str]:
+        """host -> rack of DHFT(k) as dctopo names them, computed here without
+        Mininet so that bad input is refused before anything is imported."""
+        return {f"h{p}_{r}_{i}": f"{p}_{r}" for p in range(self.k) for r in range(self.k // 2)
+                for i in range(self.rack_size)}
+
+    def validate(self) -> None:
+        from workloads import make_rack_matrix   # stdlib only
+        if self.k < 4 or self.k % 4 or self.k > 8:
+            raise ConfigError(f"--k {self.k}: DHFT needs k divisible by 4, 4 or 8")
+        if not 2 <= self.rack_size <= 16:
+            raise ConfigError(f"--hosts-per-rack {self.rack_size}: must be within 2..16")
+        for s in self.sweeps:
+            if s not in DHFT_SWEEPS:
+                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(DHFT_SWEEPS)}")
+        if not self.sweeps:
+            raise ConfigError("--sweeps: give at least one of " + ", ".join(DHFT_SWEEPS))
+        check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
+                                       "load": ("--loads", self.loads)})
+        racks = self.racks()
+        for x in self.localities:
+            if not 0 <= x <= 1:
+                raise ConfigError(f"--localities {x:g}: a locality is a fraction within 0..1")
+            try:
+                make_rack_matrix("locality", list(racks), racks, x, self.seed)
+            except ValueError as exc:
+                raise ConfigError(f"--localities: {exc} (racks of {self.rack_size})") from None
+        for c in self.loads:
+            if not 1 <= round(c * self.n_hosts) <= DHFT_MAX_FLOWS:
+                raise ConfigError(f"--loads {c:g}: connections per host must be within "
+                                  f"{1 / self.n_hosts:.2g}..{DHFT_MAX_FLOWS // self.n_hosts} on "
+                                  f"DHFT({self.k}) ({self.n_hosts} hosts, at most "
+                                  f"{DHFT_MAX_FLOWS} flows)")
+        if not 2 <= self.subflows <= MAX_SUBFLOWS:
+            raise ConfigError(f"--subflows {self.subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
+                              "subflows (at least one per interface)")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
+        self.link.validate()
+
+    def points(self) -> list[DhftPoint]:
+        """Every run; those on the same topology are adjacent (one network
+        is built per topology)."""
+        xs = {"locality": self.localities, "load": self.loads}
+        return [DhftPoint(sweep, scheme, float(x))
+                for topology in ("dhft", "perfect")
+                for sweep in self.sweeps for x in xs[sweep]
+                for scheme in DHFT_SCHEMES if DHFT_TOPOLOGY_OF_SCHEME[scheme] == topology]

@@ -1,0 +1,134 @@
+"""The FatTree sweep's config (`SweepConfig`) and one run's (`RunConfig`,
+written verbatim into its run.json)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.common import (WORKLOADS, DRIVERS, MAX_SUBFLOWS, WARMUP_S_AT_10MBPS,
+                                       default_warmup_s, RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s,
+                                       machine_cc, check_run_settings, WARMUP_MAX_S)
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run: one topology, one workload, one subflow count."""
+    k: int
+    workload: str
+    subflows: int              # 1 means plain TCP, 2..8 MPTCP
+    link: LinkParams
+    time_s: float              # seconds of traffic counted, after the warm-up
+    seed: int
+    fabric: str
+    cc: str
+    warmup_s: float = 0.0      # seconds of traffic before counting starts
+    monitor_interval_s: float = 1.0
+    fabric_note: str = ""      # why this fabric, when it was chosen by default
+    cc_note: str = ""          # why this congestion control, when the default fell back
+    driver: str = "iperf3"     # what sends the flows (DRIVERS)
+
+    @property
+    def topology(self) -> str:
+        return f"ft{self.k}"
+
+    def run_dir(self, results: Path) -> Path:
+        return records.fattree_run(results, self.topology, self.workload, self.subflows)
+
+    def as_record(self) -> dict:
+        """The `config` object of run.json (flat, as the README documents it)."""
+        return {
+            "topology": self.topology,
+            "k": self.k,
+            "workload": self.workload,
+            "subflows": self.subflows,
+            "bw_mbps": self.link.bw_mbps,
+            "queue_pkts": self.link.queue_pkts,
+            "offload": self.link.offload,
+            "time_s": self.time_s,
+            "warmup_s": self.warmup_s,
+            "monitor_interval_s": self.monitor_interval_s,
+            "seed": self.seed,
+            "fabric": self.fabric,
+            **({"fabric_note": self.fabric_note} if self.fabric_note else {}),
+            "cc": self.cc,
+            **({"cc_note": self.cc_note} if self.cc_note else {}),
+            "driver": self.driver,
+        }
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """Everything `run_mptcp.sh` was asked to do."""
+    k: int
+    workloads: tuple[str, ...] = ("one_to_one",)
+    subflows: tuple[int, ...] = tuple(range(1, MAX_SUBFLOWS + 1))
+    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float | None = None       # None: default_run_s(link rate)
+    seed: int = 0
+    fabric: str = "l3"
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+    warmup_s: float | None = None     # None: default_warmup_s(link rate)
+    force: bool = False               # go on where the capacity guard refuses
+    recalibrate: bool = False         # measure the capacity guard's cost again first
+    monitor_interval_s: float = 1.0   # sampling period of every monitor
+    fabric_note: str = ""             # why this fabric, when chosen by default
+    cc_note: str = ""                 # why this congestion control, when the default fell back
+    driver: str = "iperf3"            # what sends the flows (DRIVERS)
+
+    @property
+    def warmup(self) -> float:
+        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
+
+    @property
+    def counted(self) -> float:
+        """Seconds of traffic counted per run, after the warm-up."""
+        return default_run_s(self.link.bw_mbps) if self.time_s is None else self.time_s
+
+    @property
+    def length_note(self) -> str:
+        """What the run lengths are and why, where a default chose them."""
+        if self.time_s is not None and self.warmup_s is not None:
+            return ""
+        drain_ms = self.link.queue_pkts * 1514 * 8 / (self.link.bw_mbps * 1e3)
+        return (f"run length: {self.counted:g} s counted after {self.warmup:g} s warm-up, "
+                f"scaled to the link rate to hold about as many round trips as at 10 Mb/s "
+                f"({RUN_S_AT_10MBPS:g} s after {WARMUP_S_AT_10MBPS:g} s, times 10/bw, capped at "
+                f"{RUN_MAX_S:g} s and {WARMUP_MAX_S:g} s); a full {self.link.queue_pkts}-packet "
+                f"queue drains in {drain_ms:.0f} ms here")
+
+    def validate(self) -> None:
+        self.link.validate()    # first: the default run lengths divide by its rate
+        if self.k < 4 or self.k % 2:
+            raise ConfigError(f"k={self.k}: the FatTree arity must be an even number >= 4")
+        if self.k > 16:
+            raise ConfigError(f"k={self.k}: at most k=16 ({16**3 // 4} hosts) is supported")
+        for w in self.workloads:
+            if w not in WORKLOADS:
+                raise ConfigError(f"unknown workload {w!r}: choose one of {', '.join(WORKLOADS)} or all")
+        if not self.subflows:
+            raise ConfigError("--subflows: give at least one subflow count")
+        for n in self.subflows:
+            if not 1 <= n <= MAX_SUBFLOWS:
+                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
+                                  f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
+        check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, self.seed)
+        if self.driver not in DRIVERS:
+            raise ConfigError(f"unknown driver {self.driver!r}: choose one of {', '.join(DRIVERS)}")
+        if not 0.1 <= self.monitor_interval_s <= 60:
+            raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
+                              "sampling period must be within 0.1..60 s")
+        self.link.validate()
+
+    def runs(self) -> list[RunConfig]:
+        return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.counted,
+                          seed=self.seed, fabric=self.fabric, cc=self.cc,
+                          warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
+                          fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver)
+                for w in self.workloads for n in self.subflows]
+
+    def replace(self, **changes) -> "SweepConfig":
+        return dataclasses.replace(self, **changes)

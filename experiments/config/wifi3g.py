@@ -1,0 +1,98 @@
+"""E4's config: WiFi + 3G."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import CELL, WIFI, LinkParams
+from experiments.config.common import machine_cc, check_cc, check_lists_given, check_seed
+
+# -- E4: WiFi + 3G -------------------------------------------------------------
+
+WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp")
+WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
+
+
+@dataclass(frozen=True)
+class Wifi3GPoint:
+    """One run of E4: a scheme, a receive buffer and the two paths."""
+    sweep: str            # which sweep it belongs to: its x axis
+    scheme: str           # tcp_wifi, tcp_3g or mptcp
+    buffer_kb: int        # the receiver's receive buffer
+    wifi: LinkParams
+    cell: LinkParams
+
+    @property
+    def x(self) -> float:
+        """The point's value on its sweep's axis."""
+        return {"buffer": self.buffer_kb, "loss": self.wifi.loss_pct,
+                "rtt": 2 * self.wifi.delay_ms}[self.sweep]
+
+    @property
+    def label(self) -> str:
+        return {"buffer": f"{self.buffer_kb}kb", "loss": f"{self.wifi.loss_pct:g}pct",
+                "rtt": f"{2 * self.wifi.delay_ms:g}ms"}[self.sweep]
+
+    def run_dir(self, results: Path) -> Path:
+        return records.wifi3g_run(results, self.sweep, self.scheme, self.label)
+
+
+@dataclass(frozen=True)
+class Wifi3GConfig:
+    """Everything `run_mptcp.sh wifi3g` was asked to do."""
+    sweeps: tuple[str, ...] = WIFI3G_SWEEPS
+    # Up to 8 MB: with the 3G path's 2 s of buffer, MPTCP needs megabytes of
+    # receive buffer before it gets both paths (results/README.md).
+    buffers_kb: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000)
+    fixed_buffer_kb: int = 500              # the receive buffer of the loss and RTT sweeps
+    wifi_loss_pcts: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 5.0)
+    wifi_rtts_ms: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 200.0)
+    samples: int = 10                       # one-second goodput samples per point
+    warmup_s: float = 10.0
+    seed: int = 0
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+    wifi: LinkParams = WIFI
+    cell: LinkParams = CELL
+
+    def validate(self) -> None:
+        if not self.sweeps:
+            raise ConfigError("--sweeps: give at least one of " + ", ".join(WIFI3G_SWEEPS))
+        for s in self.sweeps:
+            if s not in WIFI3G_SWEEPS:
+                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(WIFI3G_SWEEPS)}")
+        for kb in (*self.buffers_kb, self.fixed_buffer_kb):
+            if not 4 <= kb <= 65536:
+                raise ConfigError(f"receive buffer {kb} KB: must be within 4..65536 KB")
+        if not 1 <= self.samples <= 600:
+            raise ConfigError(f"--samples {self.samples}: must be within 1..600")
+        if not 0 <= self.warmup_s <= 600:
+            raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
+        check_cc(self.cc)
+        check_seed(self.seed)
+        check_lists_given(self.sweeps, {"buffer": ("--buffers", self.buffers_kb),
+                                       "loss": ("--losses", self.wifi_loss_pcts),
+                                       "rtt": ("--rtts", self.wifi_rtts_ms)})
+        for p in self.points():
+            p.wifi.validate()
+            p.cell.validate()
+
+    def points(self) -> list[Wifi3GPoint]:
+        """Every run, grouped so that runs on the same paths are adjacent
+        (the network is built once per pair of paths)."""
+        pts = []
+        if "buffer" in self.sweeps:
+            pts += [Wifi3GPoint("buffer", s, kb, self.wifi, self.cell)
+                    for kb in self.buffers_kb for s in WIFI3G_SCHEMES]
+        if "loss" in self.sweeps:
+            pts += [Wifi3GPoint("loss", s, self.fixed_buffer_kb,
+                                dataclasses.replace(self.wifi, loss_pct=loss), self.cell)
+                    for loss in self.wifi_loss_pcts for s in WIFI3G_SCHEMES]
+        if "rtt" in self.sweeps:
+            pts += [Wifi3GPoint("rtt", s, self.fixed_buffer_kb,
+                                dataclasses.replace(self.wifi, delay_ms=rtt / 2), self.cell)
+                    for rtt in self.wifi_rtts_ms for s in WIFI3G_SCHEMES]
+        return pts
