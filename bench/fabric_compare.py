@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.cli import parse_subflows  # noqa: E402
+from harness.options import parse_subflows  # noqa: E402
 from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from experiments.fattree import Sweep  # noqa: E402
 

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from experiments import capacity  # noqa: E402
-from harness.cli import parse_subflows  # noqa: E402
+from harness.options import parse_subflows  # noqa: E402
 from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from base.procs import ProcessTracker  # noqa: E402
 from emulator.traffic.socket_driver import SocketDriver  # noqa: E402

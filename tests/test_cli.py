@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness import cli
-from harness.cli import config_from_args, parse_subflows
+from harness.options import config_from_args, parse_subflows
 from experiments import config
 from experiments.config import ConfigError
 from kernel import preflight

@@ -21,7 +21,7 @@ import subprocess
 
 import pytest
 
-from harness.cli import config_from_args
+from harness.options import config_from_args
 from experiments.config import COUPLED_CC_KFUNC as KFUNC
 from tests.conftest import ROOT, kernel_has, needs_root
 

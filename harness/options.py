@@ -1,0 +1,310 @@
+"""The command line's options: one parser per experiment, over the options
+they all share (declared once here), and the typed config each one builds.
+Standard library only (with the configs): run_mptcp.sh checks input with the
+system Python before anything is installed."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import math
+
+from base.files import check_folder_path
+from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS,
+                                DHFT_SWEEPS, DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
+                                WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams,
+                                SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
+                                default_fabric)
+
+PROG = "run_mptcp.sh"
+EXIT_BAD_INPUT = 2
+# A run drives one iperf3 client and one server per flow; beyond this many
+# flows the machine spends itself on processes (all_to_all at k=6: 2862).
+MAX_FLOWS_PER_RUN = 1024
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def finite(text: str) -> float:
+    """argparse type: a float that is a number (float() also takes nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _cc_help() -> str:
+    return f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default lia where the kernel can run it, else reno)"
+
+
+def _resolve_cc(given: str | None) -> tuple[str, str]:
+    """(cc, note): what --cc said, or the default for this kernel and why."""
+    return (given, "") if given is not None else default_cc()
+
+
+# -- options every experiment shares, declared once -------------------------
+
+WARMUP_SCALED_HELP = "seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)"
+
+
+def add_link_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+
+
+def add_timing_options(p: argparse.ArgumentParser, time_default: float | None, time_help: str,
+                       warmup_default: float | None = None,
+                       warmup_help: str = WARMUP_SCALED_HELP) -> None:
+    if time_help:
+        p.add_argument("--time", type=finite, default=time_default, help=time_help)
+    p.add_argument("--warmup", type=finite, default=warmup_default, help=warmup_help)
+
+
+def add_seed_option(p: argparse.ArgumentParser, default: int, what: str = "traffic matrix and hash seed") -> None:
+    p.add_argument("--seed", type=int, default=default, help=f"{what} ({default})")
+
+
+def add_cc_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cc", default=None, help=_cc_help())
+
+
+def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
+    p.add_argument("--fabric", default=default,
+                   help=f"{', '.join(FABRICS)} (default " + ("l3; the run says why)" if default is None
+                                                              else f"{default})"))
+
+
+def add_results_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.")
+    p.add_argument("k", help="FatTree arity (even, >= 4)")
+    p.add_argument("workload", nargs="?", default="one_to_one",
+                   help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
+    p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
+                   help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
+    add_timing_options(p, None, "seconds of traffic counted per run, after the warm-up "
+                                "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)")
+    add_link_options(p)
+    add_seed_option(p, 0)
+    add_cc_option(p)
+    add_fabric_option(p, None)
+    p.add_argument("--driver", default="iperf3",
+                   help=f"what sends the flows: {', '.join(DRIVERS)} (default %(default)s; socket "
+                        "opens every connection and its subflows before data flows)")
+    p.add_argument("--offload", action="store_true",
+                   help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
+    p.add_argument("--monitor-interval", type=finite, default=1.0,
+                   help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
+    p.add_argument("--force", action="store_true",
+                   help="run even where the capacity guard says this machine cannot keep up "
+                        "(the runs are flagged over_capacity)")
+    p.add_argument("--recalibrate", action="store_true",
+                   help="measure this machine's forwarding cost for the capacity guard again")
+    add_results_options(p)
+    return p
+
+
+def parse_subflows(text: str) -> tuple[int, ...]:
+    counts: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            lo_n, hi_n = int(lo), int(hi or lo)
+        except ValueError:
+            raise ConfigError(f"--subflows {text!r}: expected numbers like 1,4,8 or 1-8") from None
+        # Checked before the range is expanded: 1-999999999999 is not a list to build.
+        for n in (lo_n, hi_n):
+            if not 1 <= n <= MAX_SUBFLOWS:
+                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
+                                  f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
+        if hi_n < lo_n:
+            raise ConfigError(f"--subflows {part.strip()}: a range goes from low to high")
+        counts += range(lo_n, hi_n + 1)
+    return tuple(dict.fromkeys(counts))
+
+
+def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
+    args = parser().parse_args(argv)
+    try:
+        k = int(args.k)
+    except ValueError:
+        raise ConfigError(f"k={args.k!r}: the FatTree arity must be an even number >= 4") from None
+    workloads = WORKLOADS if args.workload == "all" else (args.workload,)
+    fabric, fabric_note = args.fabric, ""
+    if fabric is None:
+        fabric, why = default_fabric()
+        fabric_note = f"default fabric {fabric}: {why}"
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = SweepConfig(fabric_note=fabric_note, cc_note=cc_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
+                      link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
+                      time_s=args.time, seed=args.seed, fabric=fabric, cc=cc,
+                      results=Path(args.results), warmup_s=args.warmup, force=args.force,
+                      recalibrate=args.recalibrate, driver=args.driver,
+                      monitor_interval_s=args.monitor_interval)
+    cfg.validate()
+    check_size(cfg)
+    return cfg, args
+
+
+def check_size(cfg: SweepConfig) -> None:
+    from workloads import flow_count  # stdlib only
+    hosts = cfg.k ** 3 // 4
+    for w in cfg.workloads:
+        n = flow_count(w, hosts)
+        if n > MAX_FLOWS_PER_RUN:
+            raise ConfigError(f"{w} on FatTree({cfg.k}) has {n} flows; a run is capped at "
+                              f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
+
+
+def wifi3g_parser() -> argparse.ArgumentParser:
+    d = Wifi3GConfig()
+    p = OneLineParser(prog=f"{PROG} wifi3g",
+                      description="E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
+    p.add_argument("--sweeps", default=",".join(d.sweeps),
+                   help=f"comma list of {', '.join(WIFI3G_SWEEPS)} (default all)")
+    p.add_argument("--buffers", default=",".join(map(str, d.buffers_kb)),
+                   help="receive buffers of the buffer sweep, KB (default %(default)s)")
+    p.add_argument("--buffer", type=int, default=d.fixed_buffer_kb,
+                   help="receive buffer of the loss and RTT sweeps, KB (%(default)s)")
+    p.add_argument("--losses", default=",".join(f"{x:g}" for x in d.wifi_loss_pcts),
+                   help="WiFi loss rates of the loss sweep, %% (default %(default)s)")
+    p.add_argument("--rtts", default=",".join(f"{x:g}" for x in d.wifi_rtts_ms),
+                   help="WiFi RTTs of the RTT sweep, ms (default %(default)s)")
+    p.add_argument("--samples", type=int, default=d.samples,
+                   help="one-second goodput samples per point; the point is their median (%(default)s)")
+    add_timing_options(p, None, "", d.warmup_s, "seconds of traffic before sampling starts (%(default)s)")
+    add_seed_option(p, d.seed, "loss and jitter seed")
+    add_cc_option(p)
+    add_results_options(p)
+    return p
+
+
+def _numbers(text: str, flag: str, kind=float) -> tuple:
+    try:
+        values = tuple(kind(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: expected a comma list of numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag} {text!r}: expected finite numbers")
+    return values
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
+    args = wifi3g_parser().parse_args(argv)
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = Wifi3GConfig(
+        sweeps=_names(args.sweeps),
+        buffers_kb=_numbers(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
+        wifi_loss_pcts=_numbers(args.losses, "--losses"), wifi_rtts_ms=_numbers(args.rtts, "--rtts"),
+        samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=cc,
+        results=Path(args.results))
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
+
+
+def dhft_parser() -> argparse.ArgumentParser:
+    d = DhftConfig()
+    p = OneLineParser(prog=f"{PROG} dhft",
+                      description="E7: dual-homed FatTree, throughput against locality and load.")
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    p.add_argument("--hosts-per-rack", type=int, default=None,
+                   help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
+    p.add_argument("--sweeps", default=",".join(d.sweeps),
+                   help=f"comma list of {', '.join(DHFT_SWEEPS)} (default all)")
+    p.add_argument("--localities", default=",".join(f"{x:g}" for x in d.localities),
+                   help="fractions of rack-local flows of the locality sweep (default %(default)s)")
+    p.add_argument("--loads", default=",".join(f"{x:g}" for x in d.loads),
+                   help="connections per host of the load sweep (default %(default)s)")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
+    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
+    add_link_options(p)
+    add_seed_option(p, d.seed)
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
+    return p
+
+
+def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespace]:
+    args = dhft_parser().parse_args(argv)
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = DhftConfig(
+        k=args.k, hosts_per_rack=args.hosts_per_rack,
+        sweeps=_names(args.sweeps),
+        localities=_numbers(args.localities, "--localities"),
+        loads=_numbers(args.loads, "--loads"), subflows=args.subflows,
+        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
+        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
+        results=Path(args.results))
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
+
+
+def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
+    d = CcCompareConfig(experiment=experiment)
+    hot = experiment == "hotspot"
+    p = OneLineParser(
+        prog=f"{PROG} {experiment}",
+        description=("E6: a core link at a tenth of its rate mid-run, per congestion control."
+                     if hot else "E5: congestion controls compared on FatTree one_to_one."))
+    p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
+    p.add_argument("--schemes", default=None,
+                   help=f"comma list of {', '.join(CC_SCHEMES)} (default all that this kernel can run)")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="subflows of the MPTCP schemes (%(default)s)")
+    add_timing_options(p, 60.0 if hot else d.time_s,
+                       "seconds of traffic counted, after the warm-up (%(default)s)"
+                       + ("; the link is slow during its middle third" if hot else ""))
+    add_link_options(p)
+    add_seed_option(p, d.seed)
+    add_fabric_option(p, d.fabric)
+    if hot:
+        p.add_argument("--hot-factor", type=finite, default=d.hot_factor,
+                       help="the hot link's share of its rate while slowed (%(default)s)")
+    add_results_options(p)
+    return p
+
+
+def cc_compare_config_from(experiment: str):
+    def config_from(argv: list[str]) -> tuple[CcCompareConfig, argparse.Namespace]:
+        args = cc_compare_parser(experiment).parse_args(argv)
+        schemes, note = _default_schemes() if args.schemes is None else (_names(args.schemes), "")
+        check_folder_path(args.results, "--results")
+        cfg = CcCompareConfig(
+            experiment=experiment, k=args.k, schemes=schemes,
+            subflows=args.subflows, link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue),
+            time_s=args.time, warmup_s=args.warmup, seed=args.seed, fabric=args.fabric,
+            hot_factor=getattr(args, "hot_factor", CcCompareConfig.hot_factor),
+            results=Path(args.results))
+        cfg.validate()
+        args.notes = [note]
+        return cfg, args
+    return config_from
+
+
+def _default_schemes() -> tuple[tuple[str, ...], str]:
+    """Every scheme, less the coupled ones where the kernel cannot run them."""
+    if coupled_cc_supported():
+        return tuple(CC_SCHEMES), ""
+    kept = tuple(s for s in CC_SCHEMES if CC_SCHEMES[s][0] not in COUPLED_CONGESTION_CONTROLS)
+    return kept, (f"default schemes {','.join(kept)}: " + default_cc()[1].split(": ", 1)[1])
