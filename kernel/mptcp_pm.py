@@ -23,10 +23,7 @@ the "mptcp_pm" family in every namespace it is attached to:
 * it keeps one `Connection` record per token it hears about, counting
   established and closed subflows and failed SUBFLOW_CREATE acks.
 
-Wire formats were checked against include/uapi/linux/mptcp_pm.h and
-net/mptcp/pm_netlink.c / pm_userspace.c; see the constants below. Messages
-are encoded with `struct`: the handful of attributes involved is clearer
-spelled out than wrapped.
+The wire format (constants, encoders, decoders) is mptcp_pm_wire.py's.
 
 Typical use::
 
@@ -48,14 +45,18 @@ import logging
 import os
 import select
 import socket
-import struct
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 
 from kernel import netlink as nl
-from kernel.netlink import NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR, SO_RCVBUFFORCE, SOL_NETLINK
+from kernel.mptcp_pm_wire import (GENLMSGHDR, GENL_ID_CTRL, MPTCP_ATTR_TOKEN, MPTCP_EVENT_CLOSED,
+                                  MPTCP_EVENT_CREATED, MPTCP_EVENT_ESTABLISHED,
+                                  MPTCP_EVENT_SUB_CLOSED, MPTCP_EVENT_SUB_ESTABLISHED,
+                                  MPTCP_PM_EV_GRP_NAME, MPTCP_PM_NAME, NETLINK_ADD_MEMBERSHIP,
+                                  NETLINK_CAP_ACK, NETLINK_EXT_ACK, event_endpoints, family_reply,
+                                  family_request, subflow_create, uint)
+from kernel.netlink import NLMSG_ERROR, SO_RCVBUFFORCE, SOL_NETLINK
 
 __all__ = ["Connection", "UserspacePM", "MAX_SUBFLOWS"]
 
@@ -64,61 +65,6 @@ log = logging.getLogger(__name__)
 # The in-kernel PM caps its subflow limits at 8 (MPTCP_PM_ADDR_MAX); the userspace
 # PM enforces no cap itself, so the same bound is applied here.
 MAX_SUBFLOWS = 8
-
-# --- netlink / generic netlink (include/uapi/linux/netlink.h, genetlink.h) ---
-NETLINK_ADD_MEMBERSHIP = 1
-NETLINK_CAP_ACK = 10          # errors echo only the header of our request
-NETLINK_EXT_ACK = 11          # ... plus the kernel's text message (extack)
-
-
-GENL_ID_CTRL = 0x10
-CTRL_CMD_GETFAMILY = 3
-CTRL_ATTR_FAMILY_ID = 1
-CTRL_ATTR_FAMILY_NAME = 2
-CTRL_ATTR_MCAST_GROUPS = 7
-CTRL_ATTR_MCAST_GRP_NAME = 1
-CTRL_ATTR_MCAST_GRP_ID = 2
-
-_GENLMSGHDR = struct.Struct("=BBH")   # cmd, version, reserved
-
-# --- MPTCP PM family (include/uapi/linux/mptcp_pm.h, uapi/linux/mptcp.h) ---
-MPTCP_PM_NAME = "mptcp_pm"
-MPTCP_PM_VER = 1
-MPTCP_PM_EV_GRP_NAME = "mptcp_pm_events"
-
-MPTCP_PM_CMD_SUBFLOW_CREATE = 10
-
-# Command attributes.
-MPTCP_PM_ATTR_ADDR = 1            # nested MPTCP_PM_ADDR_ATTR_*: local address
-MPTCP_PM_ATTR_TOKEN = 4           # u32, host order
-MPTCP_PM_ATTR_ADDR_REMOTE = 6     # nested MPTCP_PM_ADDR_ATTR_*: remote address
-
-# Address attributes (nested in the two above).
-MPTCP_PM_ADDR_ATTR_FAMILY = 1     # u16
-MPTCP_PM_ADDR_ATTR_ID = 2         # u8
-MPTCP_PM_ADDR_ATTR_ADDR4 = 3      # 4 bytes, network order (nla_get_in_addr)
-MPTCP_PM_ADDR_ATTR_ADDR6 = 4      # 16 bytes, network order
-MPTCP_PM_ADDR_ATTR_PORT = 5       # u16 in HOST order: the kernel does htons(nla_get_u16())
-
-# Event types (the genl "cmd" of a multicast message).
-MPTCP_EVENT_CREATED = 1
-MPTCP_EVENT_ESTABLISHED = 2
-MPTCP_EVENT_CLOSED = 3
-MPTCP_EVENT_SUB_ESTABLISHED = 10
-MPTCP_EVENT_SUB_CLOSED = 11
-
-# Event attributes.
-MPTCP_ATTR_TOKEN = 1              # u32, host order
-MPTCP_ATTR_FAMILY = 2             # u16
-MPTCP_ATTR_SADDR4 = 5             # 4 bytes, network order
-MPTCP_ATTR_SADDR6 = 6
-MPTCP_ATTR_DADDR4 = 7
-MPTCP_ATTR_DADDR6 = 8
-MPTCP_ATTR_SPORT = 9              # u16, BIG-endian (nla_put_be16), unlike ADDR_ATTR_PORT
-MPTCP_ATTR_DPORT = 10             # u16, big-endian
-MPTCP_ATTR_FLAGS = 13             # u16, MPTCP_PM_EV_FLAG_* (newer kernels)
-MPTCP_ATTR_SERVER_SIDE = 18       # u8; deprecated for FLAGS (6.18 sends it only as 1)
-MPTCP_PM_EV_FLAG_SERVER_SIDE = 1 << 1
 
 
 _POLL_S = 0.1            # how often the daemon thread looks at its stop flag
@@ -174,29 +120,6 @@ class _NsSocket:
         self.seq = (self.seq + 1) & 0xFFFFFFFF or 1
         return self.seq
 
-
-# --- message encoding / decoding ---
-
-def _genl_msg(family: int, cmd: int, version: int, flags: int, seq: int, attrs: bytes) -> bytes:
-    return nl.message(family, flags, seq, _GENLMSGHDR.pack(cmd, version, 0) + attrs)
-
-
-def _u(payload: bytes) -> int:
-    """Host-order unsigned integer of whatever width the kernel put."""
-    return int.from_bytes(payload, sys.byteorder)
-
-
-def _addr_attrs(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int,
-                addr_id: int | None) -> list[bytes]:
-    fam = socket.AF_INET if ip.version == 4 else socket.AF_INET6
-    kind = MPTCP_PM_ADDR_ATTR_ADDR4 if ip.version == 4 else MPTCP_PM_ADDR_ATTR_ADDR6
-    attrs = [nl.attr(MPTCP_PM_ADDR_ATTR_FAMILY, struct.pack("=H", fam)),
-             nl.attr(kind, ip.packed)]
-    if addr_id is not None:
-        attrs.append(nl.attr(MPTCP_PM_ADDR_ATTR_ID, struct.pack("=B", addr_id)))
-    if port:
-        attrs.append(nl.attr(MPTCP_PM_ADDR_ATTR_PORT, struct.pack("=H", port)))
-    return attrs
 
 
 class UserspacePM:
@@ -260,8 +183,7 @@ class UserspacePM:
     def _resolve_family(ns: _NsSocket) -> tuple[int, int]:
         """CTRL_CMD_GETFAMILY "mptcp_pm" -> (family id, events group id)."""
         seq = ns.next_seq()
-        name = nl.attr(CTRL_ATTR_FAMILY_NAME, MPTCP_PM_NAME.encode() + b"\0")
-        ns.sock.send(_genl_msg(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1, NLM_F_REQUEST, seq, name))
+        ns.sock.send(family_request(seq))
         while True:  # bounded by the socket timeout
             buf = ns.sock.recv(65536)
             for kind, flags, mseq, payload in nl.split_messages(buf):
@@ -271,15 +193,11 @@ class UserspacePM:
                     err, _, text = nl.parse_error(flags, payload)
                     raise OSError(err, f"{ns.name}: family {MPTCP_PM_NAME!r}: "
                                        f"{os.strerror(err)} {text}".rstrip())
-                if kind != GENL_ID_CTRL:
-                    continue
-                attrs = nl.parse_attrs(payload[_GENLMSGHDR.size:])
-                family = struct.unpack("=H", attrs[CTRL_ATTR_FAMILY_ID][:2])[0]
-                for grp in nl.parse_attrs(attrs.get(CTRL_ATTR_MCAST_GROUPS, b"")).values():
-                    g = nl.parse_attrs(grp)
-                    if g.get(CTRL_ATTR_MCAST_GRP_NAME, b"").rstrip(b"\0").decode() == MPTCP_PM_EV_GRP_NAME:
-                        return family, struct.unpack("=I", g[CTRL_ATTR_MCAST_GRP_ID][:4])[0]
-                raise OSError(errno.ENOENT, f"{ns.name}: no {MPTCP_PM_EV_GRP_NAME!r} group")
+                if kind == GENL_ID_CTRL:
+                    found = family_reply(payload)
+                    if found is None:
+                        raise OSError(errno.ENOENT, f"{ns.name}: no {MPTCP_PM_EV_GRP_NAME!r} group")
+                    return found
 
     def start(self) -> None:
         """Start the daemon thread serving every attached socket (idempotent)."""
@@ -395,9 +313,9 @@ class UserspacePM:
             for kind, flags, seq, payload in nl.split_messages(buf):
                 if kind == NLMSG_ERROR:
                     self._on_ack(ns, flags, payload)
-                elif kind == ns.family_id and len(payload) >= _GENLMSGHDR.size:
+                elif kind == ns.family_id and len(payload) >= GENLMSGHDR.size:
                     cmd = payload[0]
-                    self._on_event(ns, cmd, nl.parse_attrs(payload[_GENLMSGHDR.size:]))
+                    self._on_event(ns, cmd, nl.parse_attrs(payload[GENLMSGHDR.size:]))
 
     def _on_ack(self, ns: _NsSocket, flags: int, payload: bytes) -> None:
         err, seq, text = nl.parse_error(flags, payload)
@@ -419,7 +337,7 @@ class UserspacePM:
     def _on_event(self, ns: _NsSocket, event: int, attrs: dict[int, bytes]) -> None:
         if MPTCP_ATTR_TOKEN not in attrs:
             return  # listener events carry no token
-        token = _u(attrs[MPTCP_ATTR_TOKEN])
+        token = uint(attrs[MPTCP_ATTR_TOKEN])
         creates: list[tuple[bytes, int]] = []
         now = time.monotonic()
         with self._lock:
@@ -448,22 +366,10 @@ class UserspacePM:
 
     @staticmethod
     def _fill_addresses(rec: Connection, attrs: dict[int, bytes]) -> None:
-        for kind, fam in ((MPTCP_ATTR_SADDR4, socket.AF_INET), (MPTCP_ATTR_SADDR6, socket.AF_INET6)):
-            if kind in attrs:
-                rec.saddr = socket.inet_ntop(fam, attrs[kind])
-        for kind, fam in ((MPTCP_ATTR_DADDR4, socket.AF_INET), (MPTCP_ATTR_DADDR6, socket.AF_INET6)):
-            if kind in attrs:
-                rec.daddr = socket.inet_ntop(fam, attrs[kind])
-        if MPTCP_ATTR_SPORT in attrs:
-            rec.sport = struct.unpack("!H", attrs[MPTCP_ATTR_SPORT][:2])[0]
-        if MPTCP_ATTR_DPORT in attrs:
-            rec.dport = struct.unpack("!H", attrs[MPTCP_ATTR_DPORT][:2])[0]
-        # Older kernels send only SERVER_SIDE (u8, possibly 0); newer ones also
-        # set MPTCP_PM_EV_FLAG_SERVER_SIDE in FLAGS. Either one means server.
-        server = bool(attrs.get(MPTCP_ATTR_SERVER_SIDE, b"\0")[0])
-        if MPTCP_ATTR_FLAGS in attrs:
-            server |= bool(_u(attrs[MPTCP_ATTR_FLAGS]) & MPTCP_PM_EV_FLAG_SERVER_SIDE)
-        rec.server_side = rec.server_side or server
+        ends = event_endpoints(attrs)
+        rec.saddr, rec.sport = ends.saddr or rec.saddr, ends.sport or rec.sport
+        rec.daddr, rec.dport = ends.daddr or rec.daddr, ends.dport or rec.dport
+        rec.server_side = rec.server_side or ends.server_side
 
     def _plan_expansion(self, ns: _NsSocket, rec: Connection) -> list[tuple[bytes, int]]:
         """SUBFLOW_CREATE messages for a newly established client connection,
@@ -480,16 +386,9 @@ class UserspacePM:
             # Address id 0 is the initial subflow's local address; another
             # local address needs an id of its own within the connection.
             local_id = ids.setdefault(path_local, len(ids))
-            attrs = b"".join((
-                nl.attr(MPTCP_PM_ATTR_TOKEN, struct.pack("=I", rec.token)),
-                # Local: no port -> ephemeral.
-                nl.nested(MPTCP_PM_ATTR_ADDR, *_addr_attrs(path_local, 0, local_id)),
-                # Remote: at the server's port.
-                nl.nested(MPTCP_PM_ATTR_ADDR_REMOTE, *_addr_attrs(path_remote, rec.dport, None)),
-            ))
             seq = ns.next_seq()
             ns.pending[seq] = rec.token
-            msgs.append((_genl_msg(ns.family_id, MPTCP_PM_CMD_SUBFLOW_CREATE, MPTCP_PM_VER,
-                                   NLM_F_REQUEST | NLM_F_ACK, seq, attrs), seq))
+            msgs.append((subflow_create(ns.family_id, seq, rec.token, (path_local, local_id),
+                                        (path_remote, rec.dport)), seq))
         rec.creates_sent = len(msgs)
         return msgs
