@@ -157,6 +157,20 @@ class DCTopo(Topo):
                         table[sw][dst.ip.split("/")[0]] = hops
         return table
 
+    def _cores(self, k: int) -> list[str]:
+        """The (k/2)^2 core switches of a k-ary fat tree."""
+        half = k // 2
+        return [self.addSwitch(f"c{j}", role="core", dpid=_dpid(3, 0, j),
+                               router_id=f"10.{k}.{j // half + 1}.{j % half + 1}")
+                for j in range(half * half)]
+
+    def _aggs(self, pod: int, count: int, first_router: int) -> list[str]:
+        """A pod's aggregation switches; router ids 10.<pod>.<first_router + a>.1
+        (above the pod's edge switches' own)."""
+        return [self.addSwitch(f"a{pod}_{a}", role="agg", pod=pod, dpid=_dpid(2, pod, a),
+                               router_id=f"10.{pod}.{first_router + a}.1")
+                for a in range(count)]
+
     def host_addresses(self, host: str) -> list[str]:
         """Addresses (without prefix length) of a host's interfaces, by port."""
         return [i.ip.split("/")[0] for i in self.interfaces(host) if i.ip]
@@ -201,13 +215,9 @@ class FatTree(DCTopo):
             raise ValueError(f"FatTree needs an even k, got {k}")
         self.k = k
         half = k // 2
-        cores = [self.addSwitch(f"c{j}", role="core", dpid=_dpid(3, 0, j),
-                                router_id=f"10.{k}.{j // half + 1}.{j % half + 1}")
-                 for j in range(half * half)]
+        cores = self._cores(k)
         for p in range(k):
-            aggs = [self.addSwitch(f"a{p}_{a}", role="agg", pod=p, dpid=_dpid(2, p, a),
-                                   router_id=f"10.{p}.{half + a}.1")
-                    for a in range(half)]
+            aggs = self._aggs(p, half, first_router=half)
             for e in range(half):
                 edge = self.addSwitch(f"e{p}_{e}", role="edge", pod=p, dpid=_dpid(1, p, e),
                                       router_id=f"10.{p}.{e}.1")
@@ -238,13 +248,9 @@ class DHFT(DCTopo):
         self.k = k
         self.hosts_per_rack = hpr = hosts_per_rack or dhft_hosts_per_rack(k)
         half, quarter = k // 2, k // 4
-        cores = [self.addSwitch(f"c{j}", role="core", dpid=_dpid(3, 0, j),
-                                router_id=f"10.{k}.{j // half + 1}.{j % half + 1}")
-                 for j in range(half * half)]
+        cores = self._cores(k)
         for p in range(k):
-            aggs = [self.addSwitch(f"a{p}_{a}", role="agg", pod=p, dpid=_dpid(2, p, a),
-                                   router_id=f"10.{p}.{k + a}.1")
-                    for a in range(half)]
+            aggs = self._aggs(p, half, first_router=k)
             for r in range(half):
                 edges = [self.addSwitch(f"e{p}_{2 * r + x}", role="edge", pod=p, plane=x,
                                         dpid=_dpid(1, p, 2 * r + x),

@@ -137,33 +137,33 @@ def _flag_notes(runs: dict[str, SchemeRun]) -> str:
     return ("INVALID (dashed): " + "; ".join(bad)) if bad else ""
 
 
+def _ranked(ax, runs: dict[str, SchemeRun], values: dict[str, list[float]], mean_fmt: str,
+            xlabel: str, ylabel: str, title: str) -> None:
+    """One curve per scheme: its values in ranked order, its mean in the legend."""
+    for s, r in runs.items():
+        ys = values[s]
+        if ys:
+            st = _style(r)
+            st["label"] += ": mean " + mean_fmt.format(statistics.fmean(ys))
+            ax.plot(range(1, len(ys) + 1), ys, marker=".", **st)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+
+
 def draw_algorithms(runs: dict[str, SchemeRun], out: Path) -> Drawn:
     fig, grid = plt.subplots(2, 2, figsize=(14, 9), layout="constrained")
     axes = grid.flat
     loss = {s: port_loss(r) for s, r in runs.items()}
-    ax = axes[0]
-    for s, r in runs.items():
-        ys = r.pcts()
-        st = _style(r)
-        st["label"] += f": mean {statistics.fmean(ys):.0f} %"
-        ax.plot(range(1, len(ys) + 1), ys, marker=".", **st)
-    ax.set_xlabel("flow (ranked by throughput)")
-    ax.set_ylabel("throughput (% of optimal)")
-    ax.set_ylim(bottom=0)
-    ax.set_title("Each flow's throughput (paper Fig. 9)", fontsize=10)
-    ax.legend(fontsize=8)
+    _ranked(axes[0], runs, {s: r.pcts() for s, r in runs.items()}, "{:.0f} %",
+            "flow (ranked by throughput)", "throughput (% of optimal)",
+            "Each flow's throughput (paper Fig. 9)")
     for ax, (kind, name) in zip(axes[1:], LINK_KINDS.items()):
-        for s, r in runs.items():
-            ys = loss[s].get(kind) or []
-            if ys:
-                st = _style(r)
-                st["label"] += f": mean {statistics.fmean(ys):.2f} %"
-                ax.plot(range(1, len(ys) + 1), ys, marker=".", **st)
-        ax.set_xlabel("link direction (ranked by loss rate)")
-        ax.set_ylabel("loss rate (%)")
-        ax.set_ylim(bottom=0)
-        ax.set_title(f"{name} (paper Fig. 10: core, access)", fontsize=10)
-        ax.legend(fontsize=8)
+        _ranked(ax, runs, {s: loss[s].get(kind) or [] for s in runs}, "{:.2f} %",
+                "link direction (ranked by loss rate)", "loss rate (%)",
+                f"{name} (paper Fig. 10: core, access)")
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(f"Congestion controls compared (E5)\n{_subtitle(runs)}", fontsize=10)

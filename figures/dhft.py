@@ -19,7 +19,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, note, save_figure
+from figures.runs import (FLAG_COLOR, Drawn, mark_invalid, points_table, reference_lines,
+                          save_sweep_figure, section_head, sweep_points)
 
 SCHEMES = {"tcp_dhft": ("TCP on DHFT", "#ff7f0e", "s"),
            "mptcp_dhft": ("MPTCP on DHFT", "#1f77b4", "o"),
@@ -46,26 +47,15 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 
 
 def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
-    """{"dhft<k>": {sweep: {scheme: points sorted by x}}}; unreadable records
-    are noted and skipped."""
-    out: dict[str, dict[str, dict[str, list[Point]]]] = {}
+    """{"dhft<k>": {sweep: {scheme: points sorted by x}}}, locality first;
+    unreadable records are noted and skipped."""
+    by_top: dict[str, list[Path]] = {}
     for path in records.committed(results, records.DHFT_RECORDS):
         top = path.relative_to(results).parts[0]
-        if not TOPOLOGY_DIR.fullmatch(top):
-            continue
-        try:
-            sweep, scheme, point = parse_point(path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
-        if sweep in SWEEPS and scheme in SCHEMES:
-            out.setdefault(top, {}).setdefault(sweep, {}).setdefault(scheme, []).append(point)
-    for top, sweeps in out.items():
-        for schemes in sweeps.values():
-            for pts in schemes.values():
-                pts.sort(key=lambda p: p.x)
-        out[top] = {s: sweeps[s] for s in SWEEPS if s in sweeps}   # locality first
-    return out
+        if TOPOLOGY_DIR.fullmatch(top):
+            by_top.setdefault(top, []).append(path)
+    return {top: points for top, paths in by_top.items()
+            if (points := sweep_points(paths, parse_point, SWEEPS, SCHEMES))}
 
 
 def _subtitle(schemes: dict[str, list[Point]]) -> str:
@@ -89,11 +79,8 @@ def draw_locality(schemes: dict[str, list[Point]], out: Path) -> Drawn:
     first = next(p for pts in schemes.values() for p in pts)
     hosts, link = first.record.get("hosts"), first.record.get("link_mbps")
     if hosts and link:
-        for y, label in ((2 * hosts * link, "two links per host (DHFT)"),
-                         (hosts * link, "one link per host (perfect switch)")):
-            ax.axhline(y, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
-            ax.text(0.01, y, label, transform=ax.get_yaxis_transform(), va="bottom",
-                    fontsize=8, color="#666666")
+        reference_lines(ax, [(2 * hosts * link, "two links per host (DHFT)"),
+                             (hosts * link, "one link per host (perfect switch)")], 0.01, "bottom")
     flagged = []
     for scheme, (label, color, marker) in SCHEMES.items():
         pts = schemes.get(scheme, [])
@@ -101,10 +88,8 @@ def draw_locality(schemes: dict[str, list[Point]], out: Path) -> Drawn:
             continue
         ax.plot([100 * p.x for p in pts], [p.aggregate_mbps for p in pts], color=color,
                 marker=marker, ms=6, linewidth=1.5, label=label, zorder=3)
-        for p in pts:
-            if not p.valid:
-                ax.plot(100 * p.x, p.aggregate_mbps, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
-                flagged.append(_flagged(label, p, f"{p.x:.0%} local"))
+        flagged += mark_invalid(ax, label, pts, lambda p: 100 * p.x, lambda p: p.aggregate_mbps,
+                                lambda p: f"{p.x:.0%} local")
     ax.set_xlabel("rack-local flows (%)")
     ax.set_ylabel("aggregate goodput (Mb/s)")
     ax.set_xlim(-3, 103)
@@ -112,12 +97,8 @@ def draw_locality(schemes: dict[str, list[Point]], out: Path) -> Drawn:
     ax.grid(alpha=0.3)
     ax.set_title(f"Dual-homed FatTree: throughput against locality (permutation)\n"
                  f"{_subtitle(schemes)}", fontsize=9)
-    fig.legend(loc="outside upper center", ncol=3, fontsize=8, frameon=False)
-    notes = ("INVALID (red x): " + "; ".join(flagged)) if flagged else ""
-
-    def readout(_fig) -> dict:
-        return {s: [(p.x, p.aggregate_mbps, p.valid) for p in pts] for s, pts in schemes.items()}
-    return save_figure(fig, out, readout, notes, wrap=120, reserve=0.08)
+    return save_sweep_figure(fig, out, {s: [(p.x, p.aggregate_mbps, p.valid) for p in pts]
+                                        for s, pts in schemes.items()}, flagged, ncol=3)
 
 
 def relative_to_perfect(schemes: dict[str, list[Point]]) -> dict[str, list[tuple[float, float, bool]]]:
@@ -165,12 +146,7 @@ def draw_load(schemes: dict[str, list[Point]], out: Path) -> Drawn:
     ax.set_ylim(0, max([2.1] + [y * 1.1 for pts in rel.values() for _, y, _ in pts]))
     ax.grid(alpha=0.3)
     ax.set_title(f"Dual-homed FatTree: throughput against load\n{_subtitle(schemes)}", fontsize=9)
-    fig.legend(loc="outside upper center", ncol=3, fontsize=8, frameon=False)
-    notes = ("INVALID (red x) or missing: " + "; ".join(flagged)) if flagged else ""
-
-    def readout(_fig) -> dict:
-        return rel
-    return save_figure(fig, out, readout, notes, wrap=120, reserve=0.08)
+    return save_sweep_figure(fig, out, rel, flagged, ncol=3, what_is_flagged="INVALID (red x) or missing")
 
 
 DRAW = {"locality": draw_locality, "load": draw_load}
@@ -197,35 +173,37 @@ def crossing(schemes: dict[str, list[Point]]) -> float | None:
     return next((p.x for p in schemes.get("mptcp_dhft", []) if p.aggregate_mbps > level), None)
 
 
+# The section's title and what its tables show.
+REPORT_HEAD = """\
+## Dual-homed FatTree (E7; paper Section 5, Fig. 15-16)
+
+Aggregate goodput (Mb/s) of all flows after the warm-up; `!` marks an
+invalid run. The paper (k=12, 576 hosts): MPTCP on DHFT passes the perfect
+switch from 12 % rack-local traffic, and reaches nearly twice the perfect
+switch at light to medium load.
+"""
+
+
 def report_lines(results: Path) -> list[str]:
     """report.md's E7 section: aggregate goodput per point and scheme."""
     data = load(results)
-    if not data:
-        return []
-    lines = ["## Dual-homed FatTree (E7; paper Section 5, Fig. 15-16)", "",
-             "Aggregate goodput (Mb/s) of all flows after the warm-up; `!` marks an invalid "
-             "run. The paper (k=12, 576 hosts): MPTCP on DHFT passes the perfect switch from "
-             "12 % rack-local traffic, and reaches nearly twice the perfect switch at light "
-             "to medium load.", ""]
+    lines = section_head(REPORT_HEAD) if data else []
     for topology, sweeps in data.items():
         for sweep, schemes in sweeps.items():
             png = f"plots/{topology}-{sweep}.png"
             head = "rack-local flows" if sweep == "locality" else "connections per host"
-            lines += [f"### {topology}: against {sweep}", "", f"![{topology} {sweep}]({png})", "",
-                      f"| {head} | " + " | ".join(SCHEMES[s][0] for s in SCHEMES)
-                      + " | MPTCP / perfect | TCP / perfect |",
-                      "| --- " * (len(SCHEMES) + 3) + "|"]
-            xs = sorted({p.x for pts in schemes.values() for p in pts})
-            for x in xs:
-                by = {s: next((p for p in schemes.get(s, []) if p.x == x), None) for s in SCHEMES}
+            lines += [f"### {topology}: against {sweep}", "", f"![{topology} {sweep}]({png})", ""]
+
+            def row(x, by):
                 cells = ["–" if p is None else f"{p.aggregate_mbps:.1f}{'' if p.valid else ' !'}"
                          for p in by.values()]
                 perfect = by["tcp_perfect"]
                 ratios = [f"{by[s].aggregate_mbps / perfect.aggregate_mbps:.2f}"
                           if by[s] and perfect and perfect.aggregate_mbps > 0 else "–"
                           for s in ("mptcp_dhft", "tcp_dhft")]
-                shown = f"{x:.0%}" if sweep == "locality" else f"{x:g}"
-                lines.append(f"| {shown} | " + " | ".join(cells + ratios) + " |")
+                return [f"{x:.0%}" if sweep == "locality" else f"{x:g}", *cells, *ratios]
+            lines += points_table(schemes, {s: SCHEMES[s][0] for s in SCHEMES}, head,
+                                  ["MPTCP / perfect", "TCP / perfect"], row)
             if sweep == "locality":
                 cross = crossing(schemes)
                 lines += ["", "MPTCP on DHFT first carries more than the perfect switch (its mean "

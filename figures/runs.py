@@ -230,3 +230,70 @@ def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
     drawn = read_back(fig, readout(fig))
     plt.close(fig)
     return drawn
+
+
+def points_table(schemes: dict[str, list], scheme_names: dict[str, str], first_head: str,
+                 extra_heads: list[str], row) -> list[str]:
+    """A markdown table of a sweep: one row per x value seen in any scheme's
+    points (each with `.x`); `row(x, {scheme: its point at x or None})`
+    gives the row's cells, the first being x."""
+    lines = ["| " + " | ".join([first_head, *scheme_names.values(), *extra_heads]) + " |",
+             "| --- " * (1 + len(scheme_names) + len(extra_heads)) + "|"]
+    for x in sorted({p.x for pts in schemes.values() for p in pts}):
+        by = {s: next((p for p in schemes.get(s, []) if p.x == x), None) for s in scheme_names}
+        lines.append("| " + " | ".join(row(x, by)) + " |")
+    return lines
+
+
+def sweep_points(paths: list[Path], parse, sweeps, schemes) -> dict[str, dict[str, list]]:
+    """{sweep: {scheme: points sorted by x}} from the records at `paths`;
+    `parse(path)` gives (sweep, scheme, point). Unreadable records are noted
+    and skipped, and points of unknown sweeps or schemes are left out;
+    sweeps come in the order of `sweeps`."""
+    out: dict[str, dict[str, list]] = {}
+    for path in paths:
+        try:
+            sweep, scheme, point = parse(path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            note(f"skipped {path}: {exc}")
+            continue
+        if sweep in sweeps and scheme in schemes:
+            out.setdefault(sweep, {}).setdefault(scheme, []).append(point)
+    for by_scheme in out.values():
+        for pts in by_scheme.values():
+            pts.sort(key=lambda p: p.x)
+    return {s: out[s] for s in sweeps if s in out}
+
+
+def section_head(text: str) -> list[str]:
+    """report.md lines of a section's title and paragraph, written as
+    "title\n\nparagraph" (wrapped): the paragraph becomes one line."""
+    title, paragraph = text.split("\n\n", 1)
+    return [title, "", " ".join(paragraph.split()), ""]
+
+
+def save_sweep_figure(fig, out: Path, readout_data: dict, flagged: list[str], ncol: int,
+                      what_is_flagged: str = "INVALID (red x)") -> "Drawn":
+    """A sweep figure's legend above it, the flagged points named under it,
+    and the PNG; `readout_data` is what the figure shows, for checking."""
+    fig.legend(loc="outside upper center", ncol=ncol, fontsize=8, frameon=False)
+    notes = (f"{what_is_flagged}: " + "; ".join(flagged)) if flagged else ""
+    return save_figure(fig, out, lambda _fig: readout_data, notes, wrap=120, reserve=0.08)
+
+
+def reference_lines(ax, lines: list[tuple[float, str]], at: float, va: str) -> None:
+    """Dashed horizontal lines, each labelled at `at` (axes fraction)."""
+    for y, label in lines:
+        ax.axhline(y, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
+        ax.text(at, y, label, transform=ax.get_yaxis_transform(), va=va, fontsize=8, color="#666666")
+
+
+def mark_invalid(ax, label: str, points: list, x_of, y_of, where) -> list[str]:
+    """A red x on each invalid point (with `.valid`, `.flags`); returns
+    "<label> at <where(p)>: <flags>" for each."""
+    flagged = []
+    for p in points:
+        if not p.valid:
+            ax.plot(x_of(p), y_of(p), "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
+            flagged.append(f"{label} at {where(p)}: {', '.join(p.flags)}")
+    return flagged

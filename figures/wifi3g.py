@@ -18,7 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, note, save_figure
+from figures.runs import (Drawn, mark_invalid, points_table, reference_lines,
+                          save_sweep_figure, section_head, sweep_points)
 
 SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
            "tcp_3g": ("TCP over 3G", "#ff7f0e", "^"),
@@ -56,19 +57,7 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 
 def load(results: Path) -> dict[str, dict[str, list[Point]]]:
     """{sweep: {scheme: points sorted by x}}; unreadable records are noted and skipped."""
-    out: dict[str, dict[str, list[Point]]] = {}
-    for path in records.committed(results, records.WIFI3G_RECORDS):
-        try:
-            sweep, scheme, point = parse_point(path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
-        if sweep in SWEEPS and scheme in SCHEMES:
-            out.setdefault(sweep, {}).setdefault(scheme, []).append(point)
-    for schemes in out.values():
-        for pts in schemes.values():
-            pts.sort(key=lambda p: p.x)
-    return out
+    return sweep_points(records.committed(results, records.WIFI3G_RECORDS), parse_point, SWEEPS, SCHEMES)
 
 
 def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
@@ -77,11 +66,8 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
     any_point = next(p for pts in schemes.values() for p in pts)
     wifi_cap, cell_cap = any_point.capacity.get("wifi"), any_point.capacity.get("3g")
     if wifi_cap and cell_cap:
-        for y, label in ((wifi_cap + cell_cap, "both paths"), (wifi_cap, "WiFi path"),
-                         (cell_cap, "3G path")):
-            ax.axhline(y, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
-            ax.text(1.0, y, f" {label}", transform=ax.get_yaxis_transform(), va="center",
-                    fontsize=8, color="#666666")
+        reference_lines(ax, [(wifi_cap + cell_cap, " both paths"), (wifi_cap, " WiFi path"),
+                             (cell_cap, " 3G path")], 1.0, "center")
     flagged = []
     for scheme, (label, color, marker) in SCHEMES.items():
         pts = schemes.get(scheme, [])
@@ -92,10 +78,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
                     yerr=[[max(0.0, p.median - p.q25) for p in pts],
                           [max(0.0, p.q75 - p.median) for p in pts]],
                     color=color, marker=marker, ms=5, capsize=3, linewidth=1.5, label=label, zorder=3)
-        for p in pts:
-            if not p.valid:
-                ax.plot(p.x, p.median, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
-                flagged.append(f"{label} at {p.x:g}: {', '.join(p.flags)}")
+        flagged += mark_invalid(ax, label, pts, lambda p: p.x, lambda p: p.median, lambda p: f"{p.x:g}")
     # the CS244 '14 reproduction's "aggregate TCP": what the two TCP flows get, added up.
     wifi_by_x = {p.x: p.median for p in schemes.get("tcp_wifi", [])}
     cell_by_x = {p.x: p.median for p in schemes.get("tcp_3g", [])}
@@ -122,12 +105,8 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
                  + f", {wifi.get('queue_pkts')} pkt buffer; 3G {cell.get('bw_mbps'):g} Mb/s "
                  f"{cell.get('rtt_ms'):g} ms RTT, {cell.get('queue_pkts')} pkt buffer{fixed}; "
                  f"cc {cfg.get('cc')}", fontsize=9)
-    fig.legend(loc="outside upper center", ncol=4, fontsize=8, frameon=False)
-    notes = ("INVALID (red x): " + "; ".join(flagged)) if flagged else ""
-
-    def readout(_fig) -> dict:
-        return {s: [(p.x, p.median, p.valid) for p in pts] for s, pts in schemes.items()}
-    return save_figure(fig, out, readout, notes, wrap=120, reserve=0.08)
+    return save_sweep_figure(fig, out, {s: [(p.x, p.median, p.valid) for p in pts]
+                                        for s, pts in schemes.items()}, flagged, ncol=4)
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
@@ -139,33 +118,33 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
     return drawn
 
 
+# The section's title and what its tables show.
+REPORT_HEAD = """\
+## WiFi + 3G (E4; CS244 '14, NSDI 2012 Fig. 4)
+
+Median goodput (Mb/s) of one-second samples after the warm-up; MPTCP's share
+of bytes on WiFi in brackets; `!` marks an invalid run. CS244 '14 reports,
+for the paper: MPTCP about 25 % above TCP over WiFi at 100 KB, most of both
+paths at 200 KB.
+"""
+
+
 def report_lines(results: Path) -> list[str]:
     """report.md's E4 section: medians per sweep value and scheme."""
     data = load(results)
-    if not data:
-        return []
-    lines = ["## WiFi + 3G (E4; CS244 '14, NSDI 2012 Fig. 4)", "",
-             "Median goodput (Mb/s) of one-second samples after the warm-up; MPTCP's share "
-             "of bytes on WiFi in brackets; `!` marks an invalid run. CS244 '14 reports, "
-             "for the paper: MPTCP about 25 % above TCP over WiFi at 100 KB, most of both "
-             "paths at 200 KB.", ""]
+    lines = section_head(REPORT_HEAD) if data else []
     for sweep, schemes in data.items():
         xlabel, what, png = SWEEPS[sweep]
-        xs = sorted({p.x for pts in schemes.values() for p in pts})
-        lines += [f"### {what}", "", f"![{what}](plots/{png})", "",
-                  f"| {xlabel} | " + " | ".join(SCHEMES[s][0] for s in SCHEMES) + " | MPTCP / TCP over WiFi |",
-                  "| --- " * (len(SCHEMES) + 2) + "|"]
-        for x in xs:
-            by = {s: next((p for p in schemes.get(s, []) if p.x == x), None) for s in SCHEMES}
+        lines += [f"### {what}", "", f"![{what}](plots/{png})", ""]
+
+        def row(x, by):
             cells = []
             for s, p in by.items():
-                if p is None:
-                    cells.append("–")
-                    continue
-                share = f" ({p.path_share.get('wifi', 0):.0%})" if s == "mptcp" else ""
-                cells.append(f"{p.median:.2f}{share}{'' if p.valid else ' !'}")
+                share = f" ({p.path_share.get('wifi', 0):.0%})" if p and s == "mptcp" else ""
+                cells.append("–" if p is None else f"{p.median:.2f}{share}{'' if p.valid else ' !'}")
             m, w = by["mptcp"], by["tcp_wifi"]
-            ratio = f"{m.median / w.median:.2f}" if m and w and w.median > 0 else "–"
-            lines.append(f"| {x:g} | " + " | ".join(cells) + f" | {ratio} |")
+            return [f"{x:g}", *cells, f"{m.median / w.median:.2f}" if m and w and w.median > 0 else "–"]
+        lines += points_table(schemes, {s: SCHEMES[s][0] for s in SCHEMES}, xlabel,
+                              ["MPTCP / TCP over WiFi"], row)
         lines.append("")
     return lines

@@ -80,6 +80,11 @@ def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
                                                               else f"{default})"))
 
 
+def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) -> None:
+    """A comma list of numbers: a sweep's points."""
+    p.add_argument(flag, default=",".join(f"{x:g}" for x in values), help=f"{what} (default %(default)s)")
+
+
 def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
@@ -177,10 +182,8 @@ def wifi3g_parser() -> argparse.ArgumentParser:
                    help="receive buffers of the buffer sweep, KB (default %(default)s)")
     p.add_argument("--buffer", type=int, default=d.fixed_buffer_kb,
                    help="receive buffer of the loss and RTT sweeps, KB (%(default)s)")
-    p.add_argument("--losses", default=",".join(f"{x:g}" for x in d.wifi_loss_pcts),
-                   help="WiFi loss rates of the loss sweep, %% (default %(default)s)")
-    p.add_argument("--rtts", default=",".join(f"{x:g}" for x in d.wifi_rtts_ms),
-                   help="WiFi RTTs of the RTT sweep, ms (default %(default)s)")
+    add_number_list(p, "--losses", d.wifi_loss_pcts, "WiFi loss rates of the loss sweep, %%")
+    add_number_list(p, "--rtts", d.wifi_rtts_ms, "WiFi RTTs of the RTT sweep, ms")
     p.add_argument("--samples", type=int, default=d.samples,
                    help="one-second goodput samples per point; the point is their median (%(default)s)")
     add_timing_options(p, None, "", d.warmup_s, "seconds of traffic before sampling starts (%(default)s)")
@@ -228,10 +231,8 @@ def dhft_parser() -> argparse.ArgumentParser:
                    help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
     p.add_argument("--sweeps", default=",".join(d.sweeps),
                    help=f"comma list of {', '.join(DHFT_SWEEPS)} (default all)")
-    p.add_argument("--localities", default=",".join(f"{x:g}" for x in d.localities),
-                   help="fractions of rack-local flows of the locality sweep (default %(default)s)")
-    p.add_argument("--loads", default=",".join(f"{x:g}" for x in d.loads),
-                   help="connections per host of the load sweep (default %(default)s)")
+    add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
+    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
     add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
