@@ -36,6 +36,12 @@ class TwoHostsOneRouter(DCTopo):
 # guest's HTB above netem let 9.7 % more through (1.05 and 2.10 Mb/s of
 # goodput), also shaped anew; 6.1 held 1 Mb/s. Not understood (README).
 RATE_MBPS = 8 if FULL_EMULATION else 20
+# How far above the slowed rate the queue test's goodput may read. Under full
+# emulation iperf3's one-second intervals jitter: a Debian 13 guest in CI read
+# 4.187, 5.234, 4.201, ..., 4.195 Mb/s seconds through the 5 Mb/s port, a mean
+# of 4.87 after the warm-up, 1.9 % above what the port carries. A shaper that
+# does not shape reads several times the rate either way.
+QUEUE_TEST_OVER = 1.08 if FULL_EMULATION else 1.01
 SLOW_MBPS = 5
 # The queue's qdisc: a FIFO where the link has no delay or loss; netem, which
 # then also holds the queue, where it has. On kernels with netem the second
@@ -122,4 +128,4 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     assert pfifo["bytes"] / pfifo["packets"] <= 1514   # MTU frames, no superpackets
     # Never above the slowed rate; how close to it is test_rate_holds's concern
     # (with a retry for a starved VM), so here only a clearly wrong rate fails.
-    assert 0.8 * SLOW_MBPS * PAYLOAD_SHARE <= out.goodput_mbps <= 1.01 * SLOW_MBPS * PAYLOAD_SHARE
+    assert 0.8 * SLOW_MBPS * PAYLOAD_SHARE <= out.goodput_mbps <= QUEUE_TEST_OVER * SLOW_MBPS * PAYLOAD_SHARE
