@@ -73,5 +73,8 @@ def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, 
         (hurt["flags"], hurt.get("health"), hurt.get("event"))
     assert any("starting a fresh controller" in line for line in lines), lines
     assert new_pid != old_pid
-    assert after["valid"], (after["flags"], after["health"])
+    # The replacement restores the fabric: no flag but the userspace datapath's
+    # CPU (at 1 Mb/s, CI once saw the run after the replacement cpu_saturated;
+    # what this machine's datapath can carry is bench/fabric_compare.py's).
+    assert set(after["flags"]) <= {"cpu_saturated"}, (after["flags"], after["health"])
     assert all(f["goodput_mbps"] > 0 for f in after["flows"])

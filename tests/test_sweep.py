@@ -11,8 +11,10 @@ pytestmark = needs_root
 SCRIPT = str(ROOT / "run_mptcp.sh")
 # The paper's claim on FatTree (Fig 2): TCP under 50-60 % of optimal, MPTCP-8
 # near 90 %. Measured here on FatTree(4), 10 Mb/s, seed 0: TCP 54-62 %,
-# MPTCP-8 77-89 % (README, results/README.md). A 10 s window is short, so
-# the test asks only for a clear win: MPTCP-8 at least this many points above TCP.
+# MPTCP-8 77-89 % (README, results/README.md). A short window varies, so the
+# test asks only for a clear win: MPTCP-8 at least this many points above TCP,
+# over 20 s (with 10 s one CI run read MPTCP-8 at 65.07 % against TCP 58.34 %,
+# both runs valid, CPU 14-19 %).
 MPTCP8_MARGIN_POINTS = 10.0
 FLOW_FIELDS = {"src", "dst", "goodput_mbps", "subflows_established"}
 CONFIG_FIELDS = {"k", "workload", "subflows", "bw_mbps", "queue_pkts", "time_s", "seed", "fabric", "cc"}
@@ -22,7 +24,7 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
     # A run that was killed (SIGKILL) left its name in the lock file; the kernel
     # dropped its lock, so this run takes it over and says so.
     LOCK_PATH.write_text(json.dumps({"pid": 2 ** 22 + 1, "command": "run_mptcp.sh 4 (killed)"}))
-    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,2,8", "--time", "10",
+    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,2,8", "--time", "20",
                            "--results", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "took over the lock of a run that was killed (PID 4194305" in done.stdout
