@@ -8,7 +8,6 @@ Each test builds dctopo.WiFi3G with the links it needs: the path link
 path's round trip crosses the impaired link once each way.
 """
 import dataclasses
-import json
 import os
 import re
 import statistics
@@ -109,27 +108,10 @@ def test_jitter_spreads_rtt_without_going_below_delay_minus_jitter(network):
     assert within(statistics.median(rtts), 40.0), statistics.median(rtts)
 
 
-# A numbered-datagram sender and a receiver that counts distinct numbers.
-# Not iperf3: iperf 3.12 (Debian 12) opens a UDP test with one datagram and
-# one reply, neither retried, so when the lossy link drops either (about 1
-# run in 10 at 5 % each way) the client waits forever; a clean-clone CI run
-# in a Debian 12 guest timed out there.
-UDP_RECEIVER = """
-import json, socket, sys
-addr, port, rcvbuf = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-s.bind((addr, port))
-seen = set()
-s.settimeout(60)                # the sender's start
-try:
-    while True:
-        seen.add(int.from_bytes(s.recv(2048)[:4], "big"))
-        s.settimeout(3)         # its end: three seconds of silence
-except socket.timeout:
-    pass
-print(json.dumps({"received": len(seen)}))
-"""
+# A paced, numbered-datagram sender. Not iperf3: iperf 3.12 (Debian 12) opens
+# a UDP test with one datagram and one reply, neither retried, so when the
+# lossy link drops either (about 1 run in 10 at 5 % each way) the client
+# waits forever; a clean-clone CI run in a Debian 12 guest timed out there.
 UDP_SENDER = """
 import socket, sys, time
 src, dst, port, count, pps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
@@ -147,54 +129,70 @@ for i in range(count):
     due = max(due, time.monotonic()) + 1 / pps
     s.sendto(i.to_bytes(4, "big") + pad, (dst, port))
 """
+# A receiver that drains the socket until it is stopped; what it reads is
+# not the verdict (see the test), it keeps the datagrams from piling up.
+UDP_SINK = """
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[1], int(sys.argv[2])))
+while True:
+    s.recv(2048)
+"""
 
 
-def udp_counters(ns_pid: int) -> dict[str, int]:
-    """The namespace's UDP MIB counters (/proc/PID/net/snmp, 'Udp:' lines)."""
+def snmp_counters(ns_pid: int, proto: str) -> dict[str, int]:
+    """A namespace's MIB counters of one protocol ("Ip", "Udp") from
+    /proc/PID/net/snmp, where each protocol has a line of names and a line
+    of values."""
     with open(f"/proc/{ns_pid}/net/snmp") as f:
-        names, values = [line.split()[1:] for line in f if line.startswith("Udp:")]
+        names, values = [line.split()[1:] for line in f if line.startswith(proto + ":")]
     return dict(zip(names, map(int, values)))
 
 
 @needs_root
-def test_random_loss_rate_on_the_wire(network, tmp_path):
+def test_random_loss_rate_on_the_wire(network):
     """4000 numbered UDP datagrams through a link with 5 % loss: the share
-    lost on the wire must be within 4 standard deviations of 5 %. Datagrams
-    the receiver's socket had no room for (the kernel's Udp RcvbufErrors, a
-    busy machine's doing, not the link's) are not counted as wire losses."""
+    lost on the wire must be within 4 standard deviations of 5 %.
+
+    What crossed the wire is what the receiver's IP layer handed to UDP
+    (Ip InDelivers, counted after netfilter, so after the delay line's
+    drops, and whether or not the socket had room): a receiving program's
+    own count also misses what it was too slow for. A CI run in a Debian 13
+    guest counted 24 % lost by the receiving program's count, with no
+    receive-buffer overflow; where the rest went was not recorded."""
     loss, count, port = 5.0, 4000, 5301
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=1000, loss_pct=loss),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=1))
     src, dst = fabric.topo.path_addresses("wifi")
     receiver_pid, sender_pid = fabric.pid("h2"), fabric.pid("h1")
-    # The largest receive buffer the namespace allows, up to 4 MB: stock
-    # kernels before the limit was per namespace keep the boot default (208 KB).
-    rcvbuf = min(4 << 20, sysctl_int(fabric, "h2", "net.core.rmem_max"))
-    before = udp_counters(receiver_pid)
-    sender_before = udp_counters(sender_pid)
     procs = ProcessTracker()
     try:
-        with open(tmp_path / "received.json", "w") as out:
-            receiver = procs.spawn("udp receiver", [sys.executable, "-c", UDP_RECEIVER, dst, str(port),
-                                                    str(rcvbuf)], ns_pid=receiver_pid, stdout=out)
+        procs.spawn("udp sink", [sys.executable, "-c", UDP_SINK, dst, str(port)], ns_pid=receiver_pid)
         assert wait_until(lambda: port in listening_ports(receiver_pid, "udp"), 30), "the receiver never bound"
+        before = snmp_counters(receiver_pid, "Ip")["InDelivers"]
+        sender_before = snmp_counters(sender_pid, "Udp")["SndbufErrors"]
         # 1000 datagrams a second: 8 Mb/s, a tenth of the link.
         run([sys.executable, "-c", UDP_SENDER, src, dst, str(port), str(count), "1000"],
             timeout=120, ns_pid=sender_pid)
-        assert not procs.wait([receiver], time.monotonic() + 30), "the receiver did not finish"
+
+        # The last datagrams may still be in the link's queue: done when the
+        # count has not moved for a second.
+        arrived, deadline = -1, time.monotonic() + 30
+        while (now := snmp_counters(receiver_pid, "Ip")["InDelivers"] - before) != arrived:
+            assert time.monotonic() < deadline, "datagrams kept arriving for 30 s"
+            arrived = now
+            time.sleep(1.0)
     finally:
         procs.stop_all()
-    received = json.loads((tmp_path / "received.json").read_text())["received"]
-    overflowed = udp_counters(receiver_pid)["RcvbufErrors"] - before["RcvbufErrors"]
     # Datagrams the sender's own qdisc refused: counted, not reported to the sender.
-    unsent = udp_counters(sender_pid)["SndbufErrors"] - sender_before["SndbufErrors"]
-    lost = count - received - overflowed
+    unsent = snmp_counters(sender_pid, "Udp")["SndbufErrors"] - sender_before
+    lost = count - arrived
     p = loss / 100
     sd = (p * (1 - p) / count) ** 0.5
     measured = lost / count
     assert abs(measured - p) <= 4 * sd, (
-        f"lost {100 * measured:.2f} % of {count} on the wire ({overflowed} more overflowed "
-        f"the receiver's buffer; the sender's qdisc refused {unsent}), configured {loss} %")
+        f"lost {100 * measured:.2f} % of {count} on the wire (the sender's qdisc refused {unsent}), "
+        f"configured {loss} %")
 
 
 @needs_root
