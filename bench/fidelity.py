@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from experiments import capacity  # noqa: E402
 from harness.options import parse_subflows  # noqa: E402
 from experiments.config import LinkParams, SweepConfig  # noqa: E402
-from experiments.fattree import Sweep, _percentile  # noqa: E402
+from experiments.fattree import Sweep, _percentile, traffic_seconds  # noqa: E402
 
 # The k=4 targets (fidelity issue; paper Fig. 2 and its packet-level simulation).
 TCP_MEAN_MAX, MPTCP8_MEAN_MIN, MPTCP8_P10_MIN, WALL_RATIO_MAX = 65.0, 85.0, 60.0, 1.25
@@ -82,7 +82,7 @@ def main() -> int:
             for path in sweep.run():
                 rec = json.loads((path / "run.json").read_text())
                 runs[rec["config"]["subflows"]].append(rec)
-            sweeps.append((seed, sweep.wall_s, sweep.traffic_s, sweep.counted_s))
+            sweeps.append((seed, sweep.wall_s, *traffic_seconds(scfg.runs())))
         report(k, cfg, runs, sweeps)
     return 0
 

@@ -83,7 +83,7 @@ def per_process(n: int) -> None:
 
 
 def sweep_startup(k: int, subflows: tuple[int, ...], bw: float, time_s: float,
-                  results: Path, driver: str) -> list[dict]:
+                  results: Path, driver: str, spread_s: float = 0.0) -> list[dict]:
     cfg = SweepConfig(k=k, subflows=subflows, link=LinkParams(bw_mbps=bw), time_s=time_s,
                       results=results / f"ft{k}-{driver}", driver=driver)
     cal = capacity.calibration_for(cfg.fabric, say=lambda m: print(f"    {m}", flush=True))
@@ -94,7 +94,10 @@ def sweep_startup(k: int, subflows: tuple[int, ...], bw: float, time_s: float,
     print(f"--- FatTree({k}) at {cfg.link.bw_mbps:g} Mb/s, driver {driver} ({verdict.reason()})",
           flush=True)
     records = []
-    for path in Sweep(cfg, say=lambda m: print(f"    {m}", flush=True), capacity=verdict).run():
+    sweep = Sweep(cfg, say=lambda m: print(f"    {m}", flush=True), capacity=verdict)
+    if isinstance(sweep.driver, SocketDriver):
+        sweep.driver.release_spread_s = spread_s
+    for path in sweep.run():
         records.append(json.loads((path / "run.json").read_text()))
     return records
 
@@ -132,7 +135,6 @@ def main() -> int:
     ap.add_argument("--spread", type=float, default=0.0,
                     help="socket driver: spread the flows' starts over this many seconds")
     args = ap.parse_args()
-    SocketDriver.release_spread_s = args.spread
     if not args.no_spawns:
         per_process(args.spawns)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as tmp:
@@ -140,7 +142,7 @@ def main() -> int:
         for k in args.k:
             for driver in args.driver.split(","):
                 show(k, driver, sweep_startup(k, parse_subflows(args.subflows), args.bw, args.time,
-                                              results, driver))
+                                              results, driver, args.spread))
     return 0
 
 

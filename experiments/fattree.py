@@ -54,9 +54,7 @@ class Sweep:
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
         self.baseline_attempts: list[float] = []
-        # Set by run(): its wall time, and the traffic seconds of its runs
-        # with and without the warm-ups (bench/fidelity.py prints them).
-        self.wall_s = self.traffic_s = self.counted_s = 0.0
+        self.wall_s = 0.0          # run()'s wall time (bench/fidelity.py prints it)
         self.environment: dict = {}
         # Something done to the network during every run (E6's hot link):
         # start() when the traffic starts, stop() -> what it did, for run.json.
@@ -65,7 +63,10 @@ class Sweep:
     # -- the whole sweep -----------------------------------------------------
     def run(self) -> list[Path]:
         """Every run of the config through the runner (FatTreeExperiment)."""
-        return Runner(FatTreeExperiment(self), say=self.say).run()
+        runner = Runner(FatTreeExperiment(self), say=self.say)
+        written = runner.run()
+        self.wall_s = runner.wall_s
+        return written
 
     def __enter__(self) -> "Sweep":
         try:
@@ -291,16 +292,16 @@ class FatTreeExperiment(Experiment):
         return run_summary(record)
 
     def finished(self, runs: int, wall_s: float) -> str:
-        """The sweep's wall time against its traffic time (bench/fidelity.py
-        reads them from the sweep)."""
-        points = self.points()
-        traffic = sum(rc.warmup_s + rc.time_s for rc in points)
-        counted = sum(rc.time_s for rc in points)
-        sw = self.sweep
-        sw.wall_s, sw.traffic_s, sw.counted_s = wall_s, traffic, counted
+        """The sweep's wall time against its traffic time."""
+        traffic, counted = traffic_seconds(self.points())
         return (f"sweep: {runs} runs in {minutes(wall_s)}; traffic {minutes(traffic)} "
                 f"({minutes(counted)} counted after warm-ups): wall / traffic = {wall_s / traffic:.2f}, "
                 f"wall / counted = {wall_s / counted:.2f}")
+
+
+def traffic_seconds(runs: list[RunConfig]) -> tuple[float, float]:
+    """(seconds of traffic, of which counted) over a sweep's runs."""
+    return sum(rc.warmup_s + rc.time_s for rc in runs), sum(rc.time_s for rc in runs)
 
 
 def run_summary(record: dict) -> str:

@@ -93,8 +93,8 @@ class Runner:
         points = exp.points()
         written: list[Path] = []
         started = time.monotonic()
-        if exp.introduce():
-            self.say(exp.introduce())
+        if intro := exp.introduce():
+            self.say(intro)
         try:
             for key, group in itertools.groupby(points, key=exp.network_key):
                 with exp.network(key) as net:

@@ -32,7 +32,6 @@ from emulator.network import Network
 from experiments.runner import Experiment
 from experiments.longflows import PAYLOAD_PER_FRAME
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
-from emulator.traffic.iperf_driver import read_json, receiver_samples
 from kernel import transport
 
 # A run is flagged delay_line_late when more than this share (%) of its
@@ -141,8 +140,7 @@ class Wifi3GExperiment(Experiment):
                                    warmup_s=cfg.warmup_s, bind_servers=not mptcp)
         after = net.rx_bytes()
         delay_line = stats_delta(line_before, net.delay_line_snapshot())
-        server = read_json(folder / "iperf" / "0000-server.json")
-        samples = receiver_samples(server, cfg.warmup_s)[:cfg.samples]
+        samples = outcome.counted_per_second_mbps(cfg.warmup_s)[:cfg.samples]
         record = self._record(net, p, outcome, samples, {k: after[k] - before[k] for k in after})
         record["delay_line"] = delay_line
         if delay_line["late_over_10ms_pct"] > LATE_PCT_FLAG:

@@ -1,12 +1,11 @@
 """The machine's CPU from /proc/stat -> cpu.csv; the saturation verdict."""
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from monitor.sampler import Sampler
+from monitor.sampler import Sampler, write_rows
 
 
 # A run is "cpu_saturated" when every core is above SATURATED_PCT busy in more
@@ -119,11 +118,8 @@ class CpuMonitor(Sampler):
         return hot > SATURATED_SHARE * len(self.samples)
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            n = len(self.samples[0].cores_busy_pct) if self.samples else 0
-            w.writerow(["t_s", "busy_pct", "user_pct", "system_pct", "softirq_pct",
-                        *(f"cpu{i}_busy_pct" for i in range(n))])
-            for s in self.samples:
-                w.writerow([s.t, round(s.busy_pct, 1), s.user_pct, s.system_pct, s.softirq_pct,
-                            *s.cores_busy_pct])
+        n = len(self.samples[0].cores_busy_pct) if self.samples else 0
+        write_rows(path, ["t_s", "busy_pct", "user_pct", "system_pct", "softirq_pct",
+                          *(f"cpu{i}_busy_pct" for i in range(n))],
+                   ([s.t, round(s.busy_pct, 1), s.user_pct, s.system_pct, s.softirq_pct, *s.cores_busy_pct]
+                    for s in self.samples))

@@ -3,7 +3,6 @@ queue backlog from one qdisc dump per switch namespace -> ports.csv; link
 utilisation."""
 from __future__ import annotations
 
-import csv
 import socket
 import statistics
 import struct
@@ -12,7 +11,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from kernel import netlink as nl
-from monitor.sampler import Sampler
+from monitor.sampler import Sampler, write_rows
 
 
 # --- ports: rtnetlink ------------------------------------------------------------------
@@ -339,8 +338,4 @@ class PortMonitor(Sampler):
         }
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["t_s", *PortSample._fields[1:]])
-            for s in self.samples:
-                w.writerow([round(s.t, 3), *s[1:]])
+        write_rows(path, ["t_s", *PortSample._fields[1:]], ([round(s.t, 3), *s[1:]] for s in self.samples))

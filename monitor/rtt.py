@@ -2,7 +2,6 @@
 over one sock_diag socket per host namespace -> rtt.csv."""
 from __future__ import annotations
 
-import csv
 import socket
 import statistics
 import struct
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from kernel import netlink as nl
-from monitor.sampler import Sampler
+from monitor.sampler import Sampler, write_rows
 
 
 # --- RTT: sock_diag ------------------------------------------------------------------
@@ -272,8 +271,5 @@ class RttMonitor(Sampler):
         }
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["t_s", *RttSample._fields[1:]])
-            for s in self.samples:
-                w.writerow([round(s.t, 3), *s[1:5], round(s.rtt_ms, 3), s.cwnd])
+        write_rows(path, ["t_s", *RttSample._fields[1:]],
+                   ([round(s.t, 3), *s[1:5], round(s.rtt_ms, 3), s.cwnd] for s in self.samples))

@@ -2,9 +2,12 @@
 time counted, failures counted and the first few kept."""
 from __future__ import annotations
 
+import csv
 import math
 import threading
 import time
+from pathlib import Path
+from typing import Iterable
 
 
 MAX_ERRORS_KEPT = 10   # a failing sampler keeps the first few messages, counts the rest
@@ -108,3 +111,11 @@ class Sampler:
         self.error_count += 1
         if len(self.errors) < MAX_ERRORS_KEPT:
             self.errors.append(f"t={self.now():.1f}: {type(exc).__name__}: {exc}")
+
+
+def write_rows(path: Path, header: list[str], rows: Iterable[list]) -> None:
+    """A monitor's samples as CSV: a header line, then a row per sample."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)

@@ -2,12 +2,11 @@
 manager's records (no socket of its own) -> subflows.csv."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from monitor.rtt import Watched
-from monitor.sampler import Sampler
+from monitor.sampler import Sampler, write_rows
 
 
 # --- subflows: the path manager's records --------------------------------------------------
@@ -60,8 +59,4 @@ class SubflowMonitor(Sampler):
         }
 
     def write_csv(self, path: Path) -> None:
-        with open(path, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["t_s", *SubflowSample._fields[1:]])
-            for s in self.samples:
-                w.writerow([round(s.t, 3), *s[1:]])
+        write_rows(path, ["t_s", *SubflowSample._fields[1:]], ([round(s.t, 3), *s[1:]] for s in self.samples))

@@ -1,6 +1,7 @@
 """Shared fixtures: root-only marks and a check that nothing was left behind."""
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -102,3 +103,15 @@ def interrupt_after_first_run(argv: list[str], first: Path, settle_s: float) -> 
             proc.kill()
             proc.wait(timeout=10)
     return proc.returncode, err, kept
+
+
+@contextlib.contextmanager
+def opened_sweep(cfg):
+    """A FatTree sweep's network, started for a test module and stopped after it."""
+    from experiments.fattree import Sweep   # here: most test modules build no sweep
+    sweep = Sweep(cfg, say=lambda *_: None)
+    try:
+        sweep.open()
+        yield sweep
+    finally:
+        sweep.close()

@@ -5,7 +5,6 @@ algorithm asked for; nothing of ours left in the kernel afterwards, also
 when the harness is killed. Fairness at a shared bottleneck and moving
 traffic off a loaded path are measured by bench/fairness.py."""
 import json
-import re
 import subprocess
 import threading
 import time

@@ -10,7 +10,7 @@ from experiments.config import LinkParams, SweepConfig
 from base.procs import run
 from experiments.fattree import Sweep
 from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat
-from tests.conftest import FULL_EMULATION, needs_root
+from tests.conftest import FULL_EMULATION, needs_root, opened_sweep
 from workloads import Flow
 
 pytestmark = needs_root
@@ -27,12 +27,8 @@ SRC, DST = "h0_0_0", "h2_0_0"   # different pods: 4 equal-cost paths, one per co
 def ft4(request, tmp_path_factory):
     cfg = SweepConfig(k=4, link=LinkParams(bw_mbps=10, queue_pkts=100), seed=1,
                       results=tmp_path_factory.mktemp("results"), fabric=request.param)
-    sweep = Sweep(cfg, say=lambda *_: None)
-    try:
-        sweep.open()
+    with opened_sweep(cfg) as sweep:
         yield sweep
-    finally:
-        sweep.close()
 
 
 def transfer(sweep: Sweep, subflows: int, logdir: Path, seconds: float = 4):

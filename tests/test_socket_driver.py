@@ -6,9 +6,8 @@ import pytest
 from experiments.config import LinkParams, SweepConfig
 from emulator.traffic.socket_driver import outcomes
 from experiments.longflows import all_subflows_up, client_connections, flow_key
-from experiments.fattree import Sweep
 from emulator.traffic.common import FlowEndpoints
-from tests.conftest import needs_root
+from tests.conftest import needs_root, opened_sweep
 from workloads import Flow
 
 MB = 125_000   # bytes in one second at 1 Mb/s
@@ -58,12 +57,8 @@ def test_a_sender_that_never_reports_times_every_flow_out():
 def ft4(tmp_path_factory):
     cfg = SweepConfig(k=4, link=LinkParams(bw_mbps=10), seed=1, fabric="l3", driver="socket",
                       results=tmp_path_factory.mktemp("results"))
-    sweep = Sweep(cfg, say=lambda *_: None)
-    try:
-        sweep.open()
+    with opened_sweep(cfg) as sweep:
         yield sweep
-    finally:
-        sweep.close()
 
 
 @needs_root

@@ -55,6 +55,11 @@ class FlowOutcome:
     first_data_s: float | None = None   # start of the first interval in which data arrived
     per_second_mbps: list[float] | None = None   # every interval from the start, warm-up included
 
+    def counted_per_second_mbps(self, warmup_s: float) -> list[float]:
+        """The per-second goodputs after the warm-up: interval i covers
+        second i from the start (both drivers count one-second intervals)."""
+        return [x for i, x in enumerate(self.per_second_mbps or []) if i >= warmup_s - 0.05]
+
 
 class TrafficDriver:
     """What every driver of long flows shares: how a run's flows get their

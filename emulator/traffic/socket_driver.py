@@ -78,9 +78,13 @@ class _Child:
 class SocketDriver(TrafficDriver):
     name = "socket"
     released_at: float | None = None    # time.monotonic() of the last run's release
-    # Flow i of n starts i/n of this after the release (0: all at once). For
-    # measuring whether the synchronised start matters; runs use 0.
-    release_spread_s = 0.0
+
+    def __init__(self, fabric, procs):
+        super().__init__(fabric, procs)
+        # Flow i of n starts i/n of this after the release (0: all at once).
+        # For measuring whether the synchronised start matters
+        # (bench/startup.py --spread); runs use 0.
+        self.release_spread_s = 0.0
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,

@@ -8,7 +8,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, default_warmup_s,
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, WarmupFromRate,
                                        check_cc, check_run_settings)
 from experiments.config.fattree import SweepConfig
 
@@ -23,7 +23,7 @@ CC_EXPERIMENTS = ("algorithms", "hotspot")
 
 
 @dataclass(frozen=True)
-class CcCompareConfig:
+class CcCompareConfig(WarmupFromRate):
     """Everything `run_mptcp.sh algorithms` (E5) or `run_mptcp.sh hotspot`
     (E6) was asked to do: one FatTree one_to_one run per scheme, the same
     traffic matrix for all. For `hotspot`, one core link runs at
@@ -39,10 +39,6 @@ class CcCompareConfig:
     fabric: str = "l3"
     hot_factor: float = 0.1
     results: Path = Path("results")
-
-    @property
-    def warmup(self) -> float:
-        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
 
     @property
     def cc(self) -> str:

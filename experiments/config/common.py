@@ -31,6 +31,15 @@ def default_warmup_s(bw_mbps: float) -> float:
     return round(min(WARMUP_MAX_S, max(WARMUP_MIN_S, WARMUP_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
 
 
+class WarmupFromRate:
+    """A config's `warmup`: its `warmup_s`, or when that is None the
+    default for its `link`'s rate."""
+
+    @property
+    def warmup(self) -> float:
+        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
+
+
 # The FatTree sweep's counted window, in round trips rather than seconds.
 # Queues are set in packets, so a round trip through full queues lasts 10/bw
 # times as long as at 10 Mb/s (a 100-packet queue drains in 0.12 s at

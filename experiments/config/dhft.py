@@ -7,7 +7,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (MAX_SUBFLOWS, default_warmup_s, machine_cc,
+from experiments.config.common import (MAX_SUBFLOWS, WarmupFromRate, machine_cc,
                                        check_lists_given, check_run_settings)
 
 # -- E7: dual-homed FatTree ----------------------------------------------------
@@ -42,7 +42,7 @@ class DhftPoint:
 
 
 @dataclass(frozen=True)
-class DhftConfig:
+class DhftConfig(WarmupFromRate):
     """Everything `run_mptcp.sh dhft` was asked to do."""
     k: int = 4
     hosts_per_rack: int | None = None          # None: the paper's round(2k/3)
@@ -59,10 +59,6 @@ class DhftConfig:
     fabric: str = "l3"
     cc: str = field(default_factory=machine_cc)
     results: Path = Path("results")
-
-    @property
-    def warmup(self) -> float:
-        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
 
     @property
     def rack_size(self) -> int:

@@ -10,7 +10,7 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from experiments.config.common import (WORKLOADS, DRIVERS, MAX_SUBFLOWS, WARMUP_S_AT_10MBPS,
-                                       default_warmup_s, RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s,
+                                       RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s, WarmupFromRate,
                                        machine_cc, check_run_settings, WARMUP_MAX_S)
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
-class SweepConfig:
+class SweepConfig(WarmupFromRate):
     """Everything `run_mptcp.sh` was asked to do."""
     k: int
     workloads: tuple[str, ...] = ("one_to_one",)
@@ -78,10 +78,6 @@ class SweepConfig:
     fabric_note: str = ""             # why this fabric, when chosen by default
     cc_note: str = ""                 # why this congestion control, when the default fell back
     driver: str = "iperf3"            # what sends the flows (DRIVERS)
-
-    @property
-    def warmup(self) -> float:
-        return default_warmup_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
 
     @property
     def counted(self) -> float:
