@@ -68,7 +68,7 @@ from figures.cpu import draw_cpu  # noqa: E402
 from figures.links import draw_link_util  # noqa: E402
 from figures.report import Section, write_report  # noqa: E402
 from figures.rtt import draw_rtt  # noqa: E402
-from figures.runs import NOTES, PAPER, RUN_DIR, Drawn, Run, group, load_runs, note, title  # noqa: E402,F401
+from figures.runs import NOTES, REFERENCE, RUN_DIR, Drawn, Run, group, load_runs, note, title  # noqa: E402,F401
 from figures.samples import backlog, load_each, port_utilisation, read_cpu, read_ports, read_rtt  # noqa: E402
 from figures.throughput import bar_heights, draw_throughput  # noqa: E402,F401
 

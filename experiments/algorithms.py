@@ -1,4 +1,6 @@
-"""E5 and E6: the paper's congestion controls side by side on FatTree one_to_one.
+"""E5 and E6: the paper's congestion controls (all but PACKETSCATTER, which
+needs per-packet switching) and OLIA, which came after it, side by side on
+FatTree one_to_one.
 
 E5 (`run_mptcp.sh algorithms`, Raiciu et al. 2011 Fig. 9-10): single-path
 TCP, UNCOUPLED (Reno on every subflow), EWTCP, LIA and OLIA on the same

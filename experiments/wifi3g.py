@@ -9,7 +9,7 @@ manager between the 3G addresses, on 3G.
 * The receive buffer is the receiver namespace's tcp_rmem (default = max =
   the buffer), for TCP and MPTCP alike: the kernel never grows a socket's
   receive buffer past it, and MPTCP's connection-level buffer follows the
-  same limit. Autotuning below it stays on, as in the paper's kernel.
+  same limit. Autotuning below it stays on.
 * Each point: one flow for the warm-up plus `samples` seconds; its goodput
   is the median of the receiver's one-second samples after the warm-up
   (CS244 '14 took the median of three one-second samples).

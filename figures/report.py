@@ -1,5 +1,5 @@
 """results/report.md: every figure, and per topology and workload a table of
-the runs beside the paper's values."""
+the runs beside the reference values (figures.runs.REFERENCE, with their sources)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from base.files import atomic_write_text
-from figures.runs import PAPER, Drawn, Run, common, subflow_label, sweep, title
+from figures.runs import REFERENCE, REFERENCE_SOURCE, Drawn, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
 
 FIGURES = {"throughput": "Throughput and rank of flows (paper Fig 2, 3)",
@@ -52,8 +52,9 @@ def _figure(results: Path, name: str, fig: Path | str | None) -> str:
 
 def table(s: Section) -> list[str]:
     k = next(iter(s.runs.values())).config.get("k")
-    paper = PAPER.get((k, s.workload), {})
-    rows = ["| Subflows | Mean % | p10 % | Min % | Paper mean % | CPU % | Link util % | RTT ms (mean ± sd) "
+    paper = REFERENCE.get((k, s.workload), {})
+    source = REFERENCE_SOURCE.get((k, s.workload))
+    rows = ([f"Reference mean: {source}.", ""] if source else []) + ["| Subflows | Mean % | p10 % | Min % | Reference mean % | CPU % | Link util % | RTT ms (mean ± sd) "
             "| Valid | Flags |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
     for n in sorted(set(sweep(s.runs)) | set(paper) | set(s.unusable)):

@@ -1,5 +1,6 @@
 """Mean RTT of the data subflows per subflow count, ± one standard deviation
-(2013 reproduction, Fig 11; there from ping, here the kernel's smoothed RTT)."""
+(2013 reproduction, Fig 11; there from ping, which may have taken other
+paths than the flows, here the kernel's smoothed RTT)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -7,11 +7,12 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from figures.runs import (INVALID_COLOR, MPTCP_COLOR, PAPER, PAPER_COLOR, TCP_COLOR, Run,
+from figures.runs import (INVALID_COLOR, MPTCP_COLOR, REFERENCE, REFERENCE_COLOR, REFERENCE_SOURCE,
+                          TCP_COLOR, Run,
                           subflow_label, title)
 
 
-def draw_bars(ax, runs: dict[int, Run], paper: dict[int, float]) -> None:
+def draw_bars(ax, runs: dict[int, Run], ref_pct: dict[int, float], ref_source: str) -> None:
     """Left panel: mean % of optimal per subflow count, gaps for missing counts."""
     xs = list(range(min(runs), max(runs) + 1))
     present = [n for n in xs if n in runs]
@@ -36,8 +37,8 @@ def draw_bars(ax, runs: dict[int, Run], paper: dict[int, float]) -> None:
             ax.bar(n, 100, width=0.7, fill=False, edgecolor="#bbbbbb", linestyle=":", zorder=1)
             ax.text(n, 50, "no run", rotation=90, ha="center", va="center", color="#777777",
                     fontsize=9, style="italic")
-    ref = [n for n in xs if n in paper]
-    ax.plot(ref, [paper[n] for n in ref], "D", color=PAPER_COLOR, ms=6, mfc="none", mew=1.5, zorder=5)
+    ref = [n for n in xs if n in ref_pct]
+    ax.plot(ref, [ref_pct[n] for n in ref], "D", color=REFERENCE_COLOR, ms=6, mfc="none", mew=1.5, zorder=5)
     ax.set_xticks(xs, [subflow_label(n) + (f"\n{runs[n].mean:.0f}%" if n in runs else "\n")
                        for n in xs])
     ax.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
@@ -52,13 +53,13 @@ def draw_bars(ax, runs: dict[int, Run], paper: dict[int, float]) -> None:
               Line2D([], [], ls="", marker="_", color="black", ms=12, mew=1.5, label="p10 flow"),
               Line2D([], [], ls="", marker="v", color="black", ms=4, label="min flow")]
     if ref:
-        legend.append(Line2D([], [], ls="", marker="D", color=PAPER_COLOR, mfc="none", mew=1.5,
-                             label="paper"))
+        legend.append(Line2D([], [], ls="", marker="D", color=REFERENCE_COLOR, mfc="none", mew=1.5,
+                             label=f"reference ({ref_source})"))
     ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3,
               fontsize=8, frameon=False)
 
 
-def draw_ranks(ax, runs: dict[int, Run], paper: dict[int, float]) -> None:
+def draw_ranks(ax, runs: dict[int, Run], ref_pct: dict[int, float]) -> None:
     """Right panel: each flow's % of optimal, sorted, for TCP and the largest subflow count."""
     shown = sorted({n for n in (1, max(runs)) if n in runs})
     for n in shown:
@@ -69,9 +70,9 @@ def draw_ranks(ax, runs: dict[int, Run], paper: dict[int, float]) -> None:
         ys = sorted(run.pcts)
         ax.plot(range(1, len(ys) + 1), ys, color=color, lw=2, ls="-" if run.valid else "--",
                 marker="." if len(ys) <= 32 else None, label=label)
-        if n in paper:
-            ax.axhline(paper[n], color=color, ls=":", lw=1.2,
-                       label=f"paper {'TCP' if n == 1 else f'MPTCP-{n}'} mean ({paper[n]}%)")
+        if n in ref_pct:
+            ax.axhline(ref_pct[n], color=color, ls=":", lw=1.2,
+                       label=f"reference {'TCP' if n == 1 else f'MPTCP-{n}'} mean ({ref_pct[n]}%)")
     ax.set_xlabel("Rank of flow (lowest throughput first)")
     ax.set_ylabel("Throughput (% of optimal)")
     ax.set_title("Rank of flows (paper Fig 3)", fontsize=10)
@@ -90,12 +91,13 @@ def bar_heights(ax) -> dict[int, tuple[float, bool]]:
 def draw_throughput(topology: str, workload: str, runs: dict[int, Run], out: Path):
     """Write the two-panel figure for one (topology, workload); return the bar heights drawn."""
     k = next((r.config.get("k") for r in runs.values()), None)
-    paper = PAPER.get((k, workload), {})
+    ref_pct = REFERENCE.get((k, workload), {})
+    ref_source = REFERENCE_SOURCE.get((k, workload), "")
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained",
                                       gridspec_kw={"width_ratios": [1.15, 1]})
     fig.suptitle(title(topology, workload, runs), fontsize=11)
-    draw_bars(left, runs, paper)
-    draw_ranks(right, runs, paper)
+    draw_bars(left, runs, ref_pct, ref_source)
+    draw_ranks(right, runs, ref_pct)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
     heights = bar_heights(left)

@@ -444,7 +444,7 @@ def test_runs_without_any_samples_still_give_throughput_and_report(tmp_path):
     assert "not drawn (no run has a usable rtt.csv)" in report
 
 
-def test_report_table_beside_the_paper(tmp_path):
+def test_report_table_beside_the_reference(tmp_path):
     write_run(tmp_path, 1, [40, 60, 80])
     write_run(tmp_path, 2, [90, 90, 60], valid=False, flags=["drops", "cpu_saturated"])
     write_run(tmp_path, 4, [89, 90, 91])
@@ -458,8 +458,10 @@ def test_report_table_beside_the_paper(tmp_path):
     assert rows["| 2"].endswith("| **NO** | drops, cpu_saturated |")
     assert rows["| 3"] == "| 3 | missing (no run) | | | – | | | | | |"
     assert rows["| 4"].startswith("| 4 | 90.0 | 89.2 | 89.0 | 89 |")
-    assert "| 5 | missing (no run) | | | 89 |" in ft4           # the paper has a value there
-    assert "| 8 | 93.0 | 93.0 | 93.0 | 93 |" in ft8            # the paper's 93 % for k=8
+    assert "| 5 | missing (no run) | | | 89 |" in ft4           # the reference has a value there
+    assert "| 8 | 93.0 | 93.0 | 93.0 | 90 |" in ft8            # the paper's 90 % for k=8
+    assert "Reference mean: packet-level simulation of FatTree(4)" in ft4   # each names its source
+    assert "Reference mean: paper Fig. 2" in ft8
     assert "| TCP (1) | missing (no run) | | | 50 |" in ft8     # ft8 has no TCP run
     for kind in KINDS:
         assert f"](plots/ft4-one_to_one-{kind}.png)" in ft4
