@@ -17,6 +17,11 @@ frees the programs and maps (deferred, within about a second). A TCP socket
 that outlives its namespace (seen once: one LIA subflow, held for hours after
 every process and namespace of its run was gone) keeps them loaded though
 unregistered; stop() says so rather than wait for it.
+
+libbpf 1.1 (Debian 12) registers without a BPF link, so a loader killed
+from outside with SIGKILL (by a supervisor tearing down a whole process
+tree) leaves its algorithms registered with no process holding them.
+start() removes such orphans: ours by their object's BTF, held by nobody.
 """
 from __future__ import annotations
 
@@ -79,9 +84,67 @@ def kernel_held_note() -> str:
             "outlived their namespace; they are unregistered and do not affect this run")
 
 
+def open_map_ids() -> dict[int, int]:
+    """Map id -> a pid that has it open, for every BPF map a process holds.
+    Read from /proc/PID/fdinfo (the kernel's `map_id:` line): bpftool lists
+    holders only when built with BPF skeletons, which Debian's is not."""
+    held: dict[int, int] = {}
+    for fdinfo in Path("/proc").glob("[0-9]*/fdinfo/*"):
+        try:
+            text = fdinfo.read_text()
+        except OSError:        # the process or the fd went away meanwhile
+            continue
+        for line in text.splitlines():
+            if line.startswith("map_id:"):
+                held.setdefault(int(line.split()[1]), int(fdinfo.parts[2]))
+    return held
+
+
+def _coupled_maps() -> list[dict]:
+    """bpftool's records of our struct_ops maps: named like an algorithm of
+    ours and made from our object (they share its BTF with our globals map)."""
+    maps = json.loads(run(["bpftool", "-j", "map", "list"], timeout=10).stdout or "[]")
+    our_btf = {m.get("btf_id") for m in maps if m.get("name") == BSS_MAP}
+    return [m for m in maps if m.get("type") == "struct_ops" and m.get("name") in COUPLED
+            and m.get("btf_id") in our_btf]
+
+
+def registered_by() -> dict[str, int | None]:
+    """Each of our algorithms registered now -> the pid of a process holding
+    its map (a live loader), or None for an orphan no process holds."""
+    registered = set(available()) & set(COUPLED)
+    held = open_map_ids()
+    owners: dict[str, int | None] = {}
+    for m in _coupled_maps():
+        if m["name"] in registered:
+            owners[m["name"]] = owners.get(m["name"]) or held.get(m["id"])
+    return owners
+
+
+def remove_orphans() -> list[str]:
+    """Unregister our algorithms that no process holds (left by a loader
+    killed with SIGKILL; see the module's docstring) and return their names.
+    Every struct_ops map of such a name is tried: older maps of it may be
+    in the kernel unregistered, and deleting their element just fails."""
+    orphans = sorted(n for n, pid in registered_by().items() if pid is None)
+    for m in _coupled_maps():
+        if m["name"] in orphans:
+            run(["bpftool", "struct_ops", "unregister", "id", str(m["id"])], timeout=10,
+                check=False)
+    deadline = time.monotonic() + GONE_TIMEOUT_S
+    while any(n in available() for n in orphans) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if left := [n for n in orphans if n in available()]:
+        raise CoupledCCError(f"congestion control {left[0]!r} was left registered by a killed "
+                             f"run and could not be removed: `bpftool struct_ops unregister "
+                             f"name {left[0]}`")
+    return orphans
+
+
 def check_built() -> None:
     """Preflight: the loader and the BPF object exist and none of our names
-    is registered already (a leftover of a loader that was SIGKILLed)."""
+    is registered by a live process or by something that is not ours.
+    Orphans of ours (registered, held by nobody) pass: start() removes them."""
     missing = [str(p) for p in (LOADER, OBJECT) if not p.exists()]
     if missing:
         raise CoupledCCError(f"coupled congestion control not built ({', '.join(missing)} missing): "
@@ -89,12 +152,14 @@ def check_built() -> None:
     if not Path("/sys/kernel/btf/vmlinux").exists():
         raise CoupledCCError("this kernel has no BTF (/sys/kernel/btf/vmlinux): BPF congestion "
                              "control needs CONFIG_DEBUG_INFO_BTF=y")
-    leftover = [n for n in COUPLED if n in available()]
-    if leftover:
-        raise CoupledCCError(
-            f"congestion control {leftover[0]!r} is already registered (another run of the "
-            f"harness, or a leftover of one that was killed): if no run is going on, remove it "
-            f"with `bpftool struct_ops unregister name {leftover[0]}`")
+    owners = registered_by()
+    for name in (n for n in COUPLED if n in available()):
+        if name not in owners:
+            raise CoupledCCError(f"congestion control {name!r} is registered by something other "
+                                 f"than this harness: unregister it first")
+        if owners[name] is not None:
+            raise CoupledCCError(f"congestion control {name!r} is registered by process "
+                                 f"{owners[name]} (another run of the harness)")
 
 
 class CoupledCC:
@@ -120,6 +185,9 @@ class CoupledCC:
         if not self.needed or self.loader is not None:
             return
         check_built()
+        for name in remove_orphans():
+            log.warning("removed congestion control %s, left registered by a run that was "
+                        "killed (no process held it)", name)
         before = loaded_maps()
         self.loader = self.procs.spawn("cc_loader", [str(LOADER), str(OBJECT)],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -5,6 +5,7 @@ algorithm asked for; nothing of ours left in the kernel afterwards, also
 when the harness is killed. Fairness at a shared bottleneck and moving
 traffic off a loaded path are measured by bench/fairness.py."""
 import json
+import logging
 import subprocess
 import threading
 import time
@@ -117,7 +118,9 @@ def nothing_of_ours_left():
     """Nothing the test loads stays in the kernel. Programs and maps of an
     earlier loader may be there already, unregistered but held by a TCP
     socket that outlived its namespace (kernel/coupled_cc.py); they are not
-    the test's doing, so only what is new is checked."""
+    the test's doing, so only what is new is checked. Orphans a killed run
+    left registered are removed first, as every run does."""
+    coupled_cc.remove_orphans()
     assert not set(coupled_cc.COUPLED) & set(coupled_cc.available()), \
         "a coupled algorithm is registered before the test"
     before = ours_in_kernel()
@@ -195,3 +198,35 @@ def test_loader_unregisters_when_the_harness_dies(nothing_of_ours_left):
     while "olia" in coupled_cc.available() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert "olia" not in coupled_cc.available()
+
+
+def test_a_loader_killed_from_outside_leaves_an_orphan_the_next_run_removes(nothing_of_ours_left,
+                                                                           caplog):
+    """A supervisor's SIGKILL of the loader itself (libbpf 1.1 registers
+    without a link) leaves the algorithms registered with nobody holding
+    them. While a loader lives, its algorithm is refused with its pid; once
+    it is killed, preflight passes and start() removes the orphans."""
+    loader = subprocess.Popen([str(coupled_cc.LOADER), str(coupled_cc.OBJECT)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert loader.stdout.readline().split()[0] == "ready"
+        assert coupled_cc.registered_by().get("olia") == loader.pid
+        with pytest.raises(coupled_cc.CoupledCCError, match=f"process {loader.pid}"):
+            coupled_cc.check_built()
+    finally:
+        loader.kill()
+        loader.wait(timeout=10)
+        loader.stdout.close()
+        loader.stdin.close()
+    if "olia" not in coupled_cc.available():
+        pytest.skip("this libbpf registers through a BPF link: SIGKILL unregisters")
+    assert coupled_cc.registered_by() == {n: None for n in coupled_cc.COUPLED}
+    coupled_cc.check_built()
+    cc = coupled_cc.CoupledCC("olia")
+    with caplog.at_level(logging.WARNING, logger=coupled_cc.__name__):
+        cc.start()
+    try:
+        assert coupled_cc.registered_by().get("olia") == cc.loader.pid
+        assert sum("removed congestion control" in r.getMessage() for r in caplog.records) == 3
+    finally:
+        cc.stop()
