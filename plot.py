@@ -30,7 +30,9 @@ locality, and relative to the perfect switch against load; paper Fig 15,
 algorithms<k>.png (each flow's throughput and core and access link loss
 rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
 over time with a core link slowed, per congestion control; paper Fig 11,
-19); then RESULTS_DIR/report.md (every figure, and a table per
+19); from RESULTS_DIR/model/run.json (`run_mptcp.sh model`)
+fattree-subflow-model.png (the load variance of the paper's subflow model
+against the number of subflows; paper Fig. 6); then RESULTS_DIR/report.md (every figure, and a table per
 topology and workload beside the paper's values). Each path written is printed.
 
 Only RESULTS_DIR/plots/ and RESULTS_DIR/report.md are written; a figure that
@@ -62,6 +64,7 @@ from dataclasses import dataclass  # noqa: E402
 
 from figures import algorithms as cc_fig  # noqa: E402
 from figures import dhft as dhft_fig  # noqa: E402
+from figures import model as model_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
@@ -156,6 +159,7 @@ class Drawing:
     wifi3g: dict[str, Drawn]         # E4 sweep -> what its figure shows
     dhft: dict[str, Drawn]           # E7 "dhft<k>-<sweep>" -> what its figure shows
     cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
+    model: Drawn | None = None       # the subflow model (Fig. 6), if there is its record
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
@@ -176,10 +180,14 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     for name, (png, drawn) in cc_fig.draw_all(results, plots).items():
         _written(png)
         cc[name] = drawn
-    if not groups and not wifi3g and not dhft and not cc:
+    model = None
+    for png, drawn in model_fig.draw_all(results, plots).values():
+        _written(png)
+        model = drawn
+    if not groups and not wifi3g and not dhft and not cc and not model:
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
-             f"{results}/wifi3g/, {results}/dhft<k>/, {results}/algorithms<k>/ or "
-             f"{results}/hotspot<k>/; nothing to draw")
+             f"{results}/wifi3g/, {results}/dhft<k>/, {results}/algorithms<k>/, "
+             f"{results}/hotspot<k>/ or {results}/model/; nothing to draw")
         return None
     sections = []
     for (topology, workload), runs in groups.items():
@@ -194,8 +202,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
     write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results) + dhft_fig.report_lines(results)
-                 + cc_fig.report_lines(results))
-    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc)
+                 + cc_fig.report_lines(results) + model_fig.report_lines(results))
+    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model)
 
 
 class _OneLineParser(argparse.ArgumentParser):

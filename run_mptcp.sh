@@ -2,8 +2,10 @@
 # sudo ./run_mptcp.sh K [WORKLOAD|all] [options]   (./run_mptcp.sh --help)
 # sudo ./run_mptcp.sh wifi3g [options]              (./run_mptcp.sh wifi3g --help)
 # sudo ./run_mptcp.sh dhft [options]                (./run_mptcp.sh dhft --help)
-# Checks the input, installs what is missing, runs the FatTree sweep, the
-# WiFi + 3G experiment or the dual-homed FatTree experiment, draws the figures. Bad input: one line on stderr, exit status 2, nothing started.
+# sudo ./run_mptcp.sh algorithms|hotspot [options]  (./run_mptcp.sh algorithms --help)
+# sudo ./run_mptcp.sh model [options]               (./run_mptcp.sh model --help)
+# Checks the input, installs what is missing, runs the experiment, draws the
+# figures. Bad input: one line on stderr, exit status 2, nothing started.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cli=(-m harness.cli)

@@ -7,6 +7,7 @@ drawn without the harness's dependencies.
     <results>/wifi3g/<sweep>/<scheme>/<x>/                    E4
     <results>/dhft<k>/<sweep>/<scheme>/<x>/                   E7
     <results>/<algorithms|hotspot><k>/<scheme>/ft<k>/one_to_one/flows<N>/   E5, E6
+    <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
 still being written (experiments/staging.py) and is never read back.
@@ -34,6 +35,10 @@ def dhft_run(results: Path, k: int, sweep: str, scheme: str, label: str) -> Path
 def cc_compare_scheme(results: Path, experiment: str, k: int, scheme: str) -> Path:
     """The results folder of one scheme of E5/E6: a FatTree sweep's own."""
     return results / f"{experiment}{k}" / scheme
+
+
+def model_run(results: Path) -> Path:
+    return results / "model"
 
 
 # Patterns of the records below a results folder, one per layout above.

@@ -1,7 +1,8 @@
 """`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep),
 `run_mptcp.sh wifi3g [options]` (E4), `run_mptcp.sh algorithms|hotspot
-[options]` (E5, E6) and `run_mptcp.sh dhft [options]` (E7): parse, check,
-run, plot.
+[options]` (E5, E6), `run_mptcp.sh dhft [options]` (E7) and
+`run_mptcp.sh model [options]` (paper Fig. 6, computed): parse, check, run,
+plot.
 
 Parsing and validation use the standard library only, so `run_mptcp.sh` can
 reject bad input with the system Python before it installs anything.
@@ -22,8 +23,9 @@ from base.lock import ExperimentLock
 from experiments.config import ConfigError, SweepConfig
 # Parsers and configs: the command line's options (standard library only).
 from harness.options import (EXIT_BAD_INPUT, PROG, cc_compare_config_from, cc_compare_parser,
-                             config_from_args, dhft_config_from_args, dhft_parser, parser,
-                             wifi3g_config_from_args, wifi3g_parser)
+                             config_from_args, dhft_config_from_args, dhft_parser,
+                             model_config_from_args, model_parser, parser, wifi3g_config_from_args,
+                             wifi3g_parser)
 
 
 # -- running: one shape for every experiment -----------------------------------
@@ -35,6 +37,7 @@ class Command:
     config_from: Callable[[list[str]], tuple]
     run: Callable[[object], int]
     delay: bool = False                     # its links have delay or loss
+    machine: bool = True                    # builds networks: needs root, the lock, the preflight
 
 
 def _run_fattree(cfg: SweepConfig) -> int:
@@ -49,6 +52,12 @@ def _run_fattree(cfg: SweepConfig) -> int:
                                               if not verdict.fits else ""))
     Sweep(cfg, capacity=verdict).run()
     capacity.learn(cfg.fabric, capacity.observed_costs(cfg, cal.idle_pct))
+    return _plot(cfg.results)
+
+
+def _run_model(cfg) -> int:
+    from experiments.model import write_model
+    write_model(cfg)
     return _plot(cfg.results)
 
 
@@ -71,13 +80,14 @@ COMMANDS = {
                           _run_experiment("experiments.algorithms", "CcCompareExperiment")),
     "hotspot": Command(cc_compare_config_from("hotspot"),
                        _run_experiment("experiments.algorithms", "CcCompareExperiment")),
+    "model": Command(model_config_from_args, _run_model, machine=False),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)
 
 
 def _options_with_values() -> set[str]:
     """Every option of every subcommand that takes a value."""
-    parsers = [parser(), wifi3g_parser(), dhft_parser(), cc_compare_parser("hotspot")]
+    parsers = [parser(), wifi3g_parser(), dhft_parser(), cc_compare_parser("hotspot"), model_parser()]
     return {opt for p in parsers for a in p._actions if a.option_strings and a.nargs is None
             and not isinstance(a, argparse._StoreConstAction) for opt in a.option_strings}
 
@@ -138,7 +148,11 @@ def main(argv: list[str] | None = None) -> int:
         cfg, args = command.config_from(rest)
         if args.validate_only:
             return 0
-        lock = _take_machine(cfg, argv, command)
+        if command.machine:
+            lock = _take_machine(cfg, argv, command)
+        else:
+            lock = None
+            check_folder_writable(cfg.results, "--results")
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -158,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     finally:
-        lock.release()
+        if lock:
+            lock.release()
 
 
 def _plot(results: Path) -> int:

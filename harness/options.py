@@ -12,7 +12,7 @@ import math
 from base.files import check_folder_path
 from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS,
                                 DHFT_SWEEPS, DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
-                                WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams,
+                                WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 
@@ -219,6 +219,27 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
         results=Path(args.results))
     cfg.validate()
     args.notes = [cc_note]
+    return cfg, args
+
+
+def model_parser() -> argparse.ArgumentParser:
+    d = ModelConfig()
+    p = OneLineParser(prog=f"{PROG} model",
+                      description="Paper Fig. 6: the subflow model's load variance, computed (no network).")
+    p.add_argument("--k", default=",".join(map(str, d.ks)),
+                   help="comma list of FatTree arities (default %(default)s)")
+    p.add_argument("--subflows-max", type=int, default=d.max_subflows,
+                   help="subflows m = 1..this (%(default)s)")
+    add_results_options(p)
+    return p
+
+
+def model_config_from_args(argv: list[str]) -> tuple[ModelConfig, argparse.Namespace]:
+    args = model_parser().parse_args(argv)
+    check_folder_path(args.results, "--results")
+    cfg = ModelConfig(ks=_numbers(args.k, "--k", int), max_subflows=args.subflows_max,
+                      results=Path(args.results))
+    cfg.validate()
     return cfg, args
 
 

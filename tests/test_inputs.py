@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "dhft": (["dhft"], cli.dhft_parser()),
     "algorithms": (["algorithms"], cli.cc_compare_parser("algorithms")),
     "hotspot": (["hotspot"], cli.cc_compare_parser("hotspot")),
+    "model": (["model"], cli.model_parser()),
 }
 
 

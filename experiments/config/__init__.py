@@ -17,6 +17,7 @@ from experiments.config.wifi3g import (WIFI3G_SCHEMES, WIFI3G_SWEEPS, Wifi3GPoin
 from experiments.config.dhft import (DHFT_SCHEMES, DHFT_SWEEPS, DHFT_TOPOLOGY_OF_SCHEME,
                                      DHFT_MAX_FLOWS, DhftPoint, DhftConfig)
 from experiments.config.algorithms import (CC_SCHEMES, CC_EXPERIMENTS, CcCompareConfig)
+from experiments.config.model import ModelConfig
 
 __all__ = [
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
@@ -28,5 +29,5 @@ __all__ = [
     "check_run_settings", "RunConfig", "SweepConfig", "WIFI3G_SCHEMES", "WIFI3G_SWEEPS",
     "Wifi3GPoint", "Wifi3GConfig", "DHFT_SCHEMES", "DHFT_SWEEPS", "DHFT_TOPOLOGY_OF_SCHEME",
     "DHFT_MAX_FLOWS", "DhftPoint", "DhftConfig", "CC_SCHEMES", "CC_EXPERIMENTS",
-    "CcCompareConfig"
+    "CcCompareConfig", "ModelConfig"
 ]

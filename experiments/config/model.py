@@ -1,0 +1,34 @@
+"""The subflow model's config (paper Fig. 6): which FatTree sizes, how many
+subflows. Nothing is emulated; the model is computed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from base.errors import ConfigError
+
+MODEL_K_MAX = 128               # 524288 hosts; the paper's figure stops at 48
+MODEL_SUBFLOWS_MAX = 64
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    experiment: str = "model"
+    # The paper's Fig. 6 sizes run up to k=48 (27648 hosts).
+    ks: tuple[int, ...] = (4, 8, 16, 32, 48)
+    max_subflows: int = 16
+    results: Path = Path("results")
+
+    def validate(self) -> None:
+        if not self.ks:
+            raise ConfigError("--k: give at least one FatTree arity")
+        for k in self.ks:
+            if k < 4 or k % 2 or k > MODEL_K_MAX:
+                raise ConfigError(f"--k {k}: a FatTree arity is even, within 4..{MODEL_K_MAX}")
+        if len(set(self.ks)) != len(self.ks):
+            raise ConfigError(f"--k {','.join(map(str, self.ks))}: a size is given twice")
+        if not 1 <= self.max_subflows <= MODEL_SUBFLOWS_MAX:
+            raise ConfigError(f"--subflows-max {self.max_subflows}: must be within 1..{MODEL_SUBFLOWS_MAX}")
+
+    def to_record(self) -> dict:
+        return {"k": list(self.ks), "max_subflows": self.max_subflows}
