@@ -70,6 +70,10 @@ PerfectSwitch(k): the paper's control: DHFT(k)'s hosts (same names, racks
 and first addresses), each with one interface on a single non-blocking
 switch. The same traffic matrix runs on both.
 
+VL2(d_a, d_i): the paper's other Clos network (§4.3.1), fewer and faster
+links above the racks; FatTree(k, edge_uplink=oversubscribed(link, 4)): the
+4:1 oversubscribed FatTree of §4.3.3 (both classes say how they are built).
+
 WiFi3G: a sender and a receiver with one interface per path (see the class).
 
 TwoPaths: a multi-homed sender and receiver joined by two disjoint
@@ -78,6 +82,7 @@ shared-bottleneck and path-shifting tests of coupled congestion control.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
@@ -208,12 +213,21 @@ class DCTopo(Topo):
 
 
 class FatTree(DCTopo):
-    """The k-ary FatTree of the paper (Section 4.1 and Fig. 2-3)."""
+    """The k-ary FatTree of the paper (Section 4.1 and Fig. 2-3).
 
-    def build(self, k: int = 4):
+    `edge_uplink`, if given, shapes every edge-aggregation link: the paper's
+    4:1 oversubscribed FatTree (§4.3.3, Fig. 7-8) is
+    `FatTree(k, edge_uplink=oversubscribed(link, 4))`. The paper removes
+    uplinks ("for every four links from the hosts in the rack, one uplink is
+    provided"); here every uplink stays at a quarter of the rate, so a rack
+    keeps its k/2 paths up (at k=8 one uplink would leave none to choose)."""
+
+    def build(self, k: int = 4, edge_uplink: LinkParams | None = None):
         if k < 2 or k % 2:
             raise ValueError(f"FatTree needs an even k, got {k}")
         self.k = k
+        self.edge_uplink = edge_uplink
+        uplink = {"link": edge_uplink} if edge_uplink else {}
         half = k // 2
         cores = self._cores(k)
         for p in range(k):
@@ -226,11 +240,77 @@ class FatTree(DCTopo):
                     self.addLink(host, edge, port1=0, port2=i,
                                  params1={"ip": f"10.{p}.{e}.{i + 2}/32"})
                 for a, agg in enumerate(aggs):
-                    self.addLink(edge, agg, port1=half + a, port2=e)
+                    self.addLink(edge, agg, port1=half + a, port2=e, **uplink)
             for a, agg in enumerate(aggs):
                 for c in range(half):
                     j = a * half + c
                     self.addLink(agg, cores[j], port1=half + c, port2=p)
+
+
+def oversubscribed(link: LinkParams, ratio: float) -> LinkParams:
+    """A rack uplink of a FatTree oversubscribed `ratio`:1: the rate divided,
+    the queue in packets kept."""
+    return dataclasses.replace(link, bw_mbps=link.bw_mbps / ratio)
+
+
+class VL2(DCTopo):
+    """VL2 (Greenberg et al., SIGCOMM 2009), as the paper uses it (§4.3.1,
+    Fig. 4-5): a Clos network whose upper layers have `upper_factor` times
+    fewer links at `upper_factor` times the rate.
+
+      * d_i aggregation switches, d_a/2 intermediate switches; every
+        aggregation switch links to every intermediate switch;
+      * d_a*d_i/4 top-of-rack switches; ToR t links to the two aggregation
+        switches of pair t // (d_a/2), on their down port t % (d_a/2);
+      * hosts_per_tor hosts per ToR at `link`'s rate; ToR uplinks and
+        aggregation-intermediate links at upper_factor times it (the paper:
+        1 Gb/s hosts, 10 Gb/s above). With hosts_per_tor = 2 * upper_factor
+        (20, VL2's own), a ToR's two uplinks carry what its hosts can send:
+        full bisection.
+
+    Valiant load balancing is modelled as ECMP: between ToRs under different
+    aggregation pairs a flow has 2 x (d_a/2) x 2 equal-cost paths, one per
+    (up aggregation switch, intermediate, down aggregation switch).
+
+      =============  ============  ===========================
+      node           name          address / router id
+      =============  ============  ===========================
+      host           h{t}_{i}      10.t.0.(i+2) on h..-eth0
+      top of rack    t{t}          10.t.0.1
+      aggregation    a{a}          10.200.a.1
+      intermediate   i{n}          10.201.n.1
+      =============  ============  ===========================
+
+    Ports: a ToR's 0..hosts_per_tor-1 face its hosts, the next two its
+    aggregation pair; an aggregation switch's 0..d_a/2-1 face ToRs, the
+    rest the intermediates; an intermediate's port a faces aggregation a.
+    """
+
+    def build(self, d_a: int = 4, d_i: int = 4, hosts_per_tor: int = 20,
+              link: LinkParams = LinkParams(), upper_factor: float = 10.0):
+        if d_a < 2 or d_a % 2 or d_i < 2 or d_i % 2:
+            raise ValueError(f"VL2 needs even d_a and d_i of at least 2, got {d_a}, {d_i}")
+        if not 1 <= hosts_per_tor <= 250 or d_a * d_i // 4 > 200:
+            raise ValueError(f"VL2: {d_a * d_i // 4} ToRs of {hosts_per_tor} hosts: the addressing "
+                             "holds up to 200 ToRs of up to 250 hosts")
+        self.d_a, self.d_i, self.hosts_per_tor = d_a, d_i, hosts_per_tor
+        upper = dataclasses.replace(link, bw_mbps=link.bw_mbps * upper_factor)
+        down = d_a // 2
+        aggs = [self.addSwitch(f"a{a}", role="agg", dpid=_dpid(2, 0, a), router_id=f"10.200.{a}.1")
+                for a in range(d_i)]
+        ints = [self.addSwitch(f"i{n}", role="core", dpid=_dpid(3, 0, n), router_id=f"10.201.{n}.1")
+                for n in range(down)]
+        for t in range(d_a * d_i // 4):
+            tor = self.addSwitch(f"t{t}", role="edge", dpid=_dpid(1, 0, t), router_id=f"10.{t}.0.1")
+            for i in range(hosts_per_tor):
+                host = self.addHost(f"h{t}_{i}", role="host", rack=f"{t}")
+                self.addLink(host, tor, port1=0, port2=i, params1={"ip": f"10.{t}.0.{i + 2}/32"}, link=link)
+            pair = t // down
+            for x in (0, 1):
+                self.addLink(tor, aggs[2 * pair + x], port1=hosts_per_tor + x, port2=t % down, link=upper)
+        for a, agg in enumerate(aggs):
+            for n, inter in enumerate(ints):
+                self.addLink(agg, inter, port1=down + n, port2=a, link=upper)
 
 
 def dhft_hosts_per_rack(k: int) -> int:
@@ -325,6 +405,103 @@ class WiFi3G(DCTopo):
         return f"10.{net}.0.2", f"10.{net}.1.2"
 
 
+class BCube(DCTopo):
+    """BCube(n, k) (Guo et al., SIGCOMM 2009), as the paper uses it (§4.3.1,
+    Fig. 4-5, and its many-to-one table): n^(k+1) hosts, each with k+1
+    interfaces, one per level; at each level n^k switches of n ports. A
+    host's name spells its digits base n, highest level first (h0_3 in
+    BCube(4,1) has digit 0 at level 1 and 3 at level 0); the level-l switch
+    s{l}_{rest} joins the n hosts that differ only in digit l, on the port
+    given by that digit.
+
+    Hosts relay: a path corrects one digit per level it crosses. Each source
+    interface starts its own path (BCube's k+1 parallel paths): from the
+    level-L interface the digits are corrected in the order L, L-1, ..., 0,
+    k, ..., L+1, skipping digits already equal. `path_levels` gives that
+    order; `relay_next_level` what a host on the way forwards on. The
+    fabric's routing for it (policy routes by the source's level on the
+    hosts, one route per destination on the switches) is not built yet.
+
+      ===========  ===========  =================================
+      node         name         address
+      ===========  ===========  =================================
+      host         h{digits}    10.(l+1).(i // 256).(i % 256) on
+                                h..-eth{l}, i its index, l = level
+      switch       s{l}_{rest}  router id 10.(100+l).(j // 256).(j % 256 + 1)
+      ===========  ===========  =================================
+    """
+
+    def build(self, n: int = 4, k: int = 1):
+        if n < 2 or k < 0 or n ** (k + 1) > 4096:
+            raise ValueError(f"BCube({n}, {k}): n >= 2, k >= 0, at most 4096 hosts")
+        self.n, self.k = n, k
+        self.levels = k + 1
+        hosts = n ** (k + 1)
+        self.names = [self.host_name(i) for i in range(hosts)]
+        for i, name in enumerate(self.names):
+            self.addHost(name, role="host", rack=self.switch_name(i, 0)[1:])
+        for level in range(self.levels):
+            for j in range(n ** k):
+                members = [i for i in range(hosts) if self._rest(i, level) == j]
+                sw = self.addSwitch(self.switch_name(members[0], level), role=f"level{level}",
+                                    dpid=_dpid(1 + level, 0, j),
+                                    router_id=f"10.{100 + level}.{j // 256}.{j % 256 + 1}")
+                for i in members:
+                    self.addLink(self.names[i], sw, port1=level, port2=self.digits(i)[level],
+                                 params1={"ip": f"{self.address(i, level)}/32"})
+
+    # -- digits and names ------------------------------------------------------
+    def digits(self, i: int) -> list[int]:
+        """Host i's digits base n, index = level (digits[0] is level 0)."""
+        return [(i // self.n ** level) % self.n for level in range(self.levels)]
+
+    def index(self, digits: list[int]) -> int:
+        return sum(d * self.n ** level for level, d in enumerate(digits))
+
+    def host_name(self, i: int) -> str:
+        return "h" + "_".join(str(d) for d in reversed(self.digits(i)))
+
+    def _rest(self, i: int, level: int) -> int:
+        """Host i's digits without the one at `level`: which switch of that level."""
+        d = self.digits(i)
+        rest = d[:level] + d[level + 1:]
+        return sum(x * self.n ** p for p, x in enumerate(rest))
+
+    def switch_name(self, i: int, level: int) -> str:
+        rest = [d for lv, d in enumerate(self.digits(i)) if lv != level]
+        return f"s{level}_" + ("_".join(str(d) for d in reversed(rest)) or "0")
+
+    def address(self, i: int, level: int) -> str:
+        return f"10.{level + 1}.{i // 256}.{i % 256}"
+
+    # -- paths -------------------------------------------------------------------
+    def path_levels(self, src: int, dst: int, start: int) -> list[int]:
+        """The levels a path from host src to host dst crosses, in order,
+        when it leaves on src's level-`start` interface."""
+        a, b = self.digits(src), self.digits(dst)
+        order = [(start - s) % self.levels for s in range(self.levels)]
+        return [level for level in order if a[level] != b[level]]
+
+    def relay_next_level(self, here: int, dst: int, start: int) -> int | None:
+        """On a path that started on level `start`, the level host `here`
+        forwards towards dst on (None: here is dst). Every host on the path
+        agrees with path_levels, since each correction leaves the later
+        digits as they were."""
+        levels = self.path_levels(here, dst, start)
+        return levels[0] if levels else None
+
+    def neighbours(self, i: int) -> list[int]:
+        """Hosts sharing a switch with host i, every level (the paper's
+        many-to-one: each host reads from these, 12 in BCube(4,3))."""
+        out = []
+        for level in range(self.levels):
+            d = self.digits(i)
+            for v in range(self.n):
+                if v != d[level]:
+                    out.append(self.index(d[:level] + [v] + d[level + 1:]))
+        return out
+
+
 class TwoPaths(DCTopo):
     """Two disjoint paths, each a bottleneck link between two switches:
 
@@ -366,4 +543,4 @@ def _dpid(tier: int, pod: int, index: int) -> str:
 
 
 TOPOLOGIES = {"ft": FatTree, "dhft": DHFT, "perfect": PerfectSwitch, "wifi3g": WiFi3G,
-              "twopaths": TwoPaths}
+              "twopaths": TwoPaths, "vl2": VL2, "bcube": BCube}

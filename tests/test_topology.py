@@ -67,3 +67,114 @@ def test_switch_script_hashes_headers_with_a_seed_per_router():
     seeds = {f.hash_seed(s) for s in f.topo.switches()}
     assert len(seeds) == len(f.topo.switches())
     assert "pfifo limit 100" in script and "rate 10mbit" in script
+
+
+def test_vl2_structure_and_rates():
+    """VL2(4, 4): 4 aggregation and 2 intermediate switches, 4 ToRs of 20
+    hosts; every aggregation switch reaches every intermediate; ToR uplinks
+    and the layer above run at 10 times the hosts' rate."""
+    from dctopo import VL2
+    link = LinkParams(bw_mbps=10, queue_pkts=100)
+    t = VL2(d_a=4, d_i=4, hosts_per_tor=20, link=link)
+    roles = {}
+    for n in t.nodes():
+        roles.setdefault(t.role(n), []).append(n)
+    assert {r: len(v) for r, v in roles.items()} == {"agg": 4, "core": 2, "edge": 4, "host": 80}
+    for agg in roles["agg"]:
+        ups = [i for i in t.interfaces(agg) if t.role(i.peer) == "core"]
+        assert sorted(i.peer for i in ups) == ["i0", "i1"]
+        assert all(i.link.bw_mbps == 100 for i in t.interfaces(agg))
+    for tor in roles["edge"]:
+        intfs = t.interfaces(tor)
+        assert [i.link.bw_mbps for i in intfs] == [10] * 20 + [100, 100]
+        # its two uplinks go to the two switches of one aggregation pair
+        a, b = sorted(int(i.peer[1:]) for i in intfs[20:])
+        assert b == a + 1 and a % 2 == 0
+    assert len(set(t.host_addresses(h)[0] for h in roles["host"])) == 80
+
+
+def test_vl2_spreads_over_every_intermediate_and_aggregation_pair():
+    """Between ToRs under different aggregation pairs: both aggregation
+    switches up, then both intermediates; within a pair, through the pair."""
+    from dctopo import VL2
+    t = VL2(d_a=4, d_i=4, hosts_per_tor=2)
+    hops = t.next_hops()
+    far = t.host_addresses("h3_0")[0]      # ToR 3: aggregation pair 1
+    assert sorted(i.peer for i in hops["t0"][far]) == ["a0", "a1"]
+    assert sorted(i.peer for i in hops["a0"][far]) == ["i0", "i1"]
+    assert sorted(i.peer for i in hops["i0"][far]) == ["a2", "a3"]
+    near = t.host_addresses("h1_0")[0]     # ToR 1 shares t0's pair
+    assert sorted(i.peer for i in hops["t0"][near]) == ["a0", "a1"]
+    assert [i.peer for i in hops["a0"][near]] == ["t1"]
+    assert t.path_links("h0_0", "h3_0") == 6
+
+
+@pytest.mark.parametrize("d_a,d_i", [(3, 4), (4, 1), (0, 4)])
+def test_vl2_refuses_odd_sizes(d_a, d_i):
+    from dctopo import VL2
+    with pytest.raises(ValueError):
+        VL2(d_a=d_a, d_i=d_i)
+
+
+def test_an_oversubscribed_fattree_slows_only_its_rack_uplinks():
+    from dctopo import FatTree, oversubscribed
+    link = LinkParams(bw_mbps=8, queue_pkts=50)
+    t = FatTree(k=4, edge_uplink=oversubscribed(link, 4))
+    for edge in ("e0_0", "e3_1"):
+        intfs = t.interfaces(edge)
+        assert [i.link for i in intfs[:2]] == [None, None]          # hosts: the fabric's rate
+        assert all(i.link == LinkParams(bw_mbps=2, queue_pkts=50) for i in intfs[2:])
+    assert all(i.link is None for i in t.interfaces("a0_0") if t.role(i.peer) == "core")
+    assert all(i.link is None for i in t.interfaces("c0"))
+    plain = FatTree(k=4)
+    assert sorted(plain.links()) == sorted(t.links())              # same wiring
+
+
+def test_bcube_structure():
+    """BCube(4,1): 16 hosts with 2 interfaces, 2 levels of 4 four-port
+    switches; a level-l switch joins the hosts differing only in digit l."""
+    from dctopo import BCube
+    t = BCube(n=4, k=1)
+    hosts = t.hosts()
+    assert len(hosts) == 16 and all(len(t.interfaces(h)) == 2 for h in hosts)
+    switches = t.switches()
+    assert len(switches) == 8 and all(len(t.interfaces(s)) == 4 for s in switches)
+    for s in switches:
+        level = int(s[1])
+        members = [t.digits(t.names.index(i.peer)) for i in t.interfaces(s)]
+        others = {tuple(d[:level] + d[level + 1:]) for d in members}
+        assert len(others) == 1                                   # the same apart from digit `level`
+        assert sorted(d[level] for d in members) == [0, 1, 2, 3]  # port = that digit
+    addresses = [a for h in hosts for a in t.host_addresses(h)]
+    assert len(set(addresses)) == 32
+
+
+def test_bcube_paths_correct_one_digit_per_level_from_each_interface():
+    from dctopo import BCube
+    t = BCube(n=4, k=2)                      # 64 hosts, 3 levels
+    src, dst = t.index([1, 2, 3]), t.index([0, 0, 0])
+    assert t.path_levels(src, dst, 0) == [0, 2, 1]
+    assert t.path_levels(src, dst, 1) == [1, 0, 2]
+    assert t.path_levels(src, dst, 2) == [2, 1, 0]
+    # Following the relays reaches dst in one hop per differing digit, and
+    # the three paths share no relay host: BCube's parallel paths.
+    relays = []
+    for start in range(3):
+        here, seen = src, []
+        while (level := t.relay_next_level(here, dst, start)) is not None:
+            d = t.digits(here)
+            d[level] = t.digits(dst)[level]
+            here = t.index(d)
+            seen.append(here)
+        assert here == dst and len(seen) == 3
+        relays.append(set(seen[:-1]))
+    assert not (relays[0] & relays[1] or relays[1] & relays[2] or relays[0] & relays[2])
+
+
+def test_bcube_neighbours_are_the_papers_twelve():
+    from dctopo import BCube
+    t = BCube(n=4, k=3)
+    assert len(t.hosts()) == 256
+    nb = t.neighbours(0)
+    assert len(nb) == 12 == len(set(nb)) and 0 not in nb
+    assert all(sum(a != b for a, b in zip(t.digits(0), t.digits(j))) == 1 for j in nb)
