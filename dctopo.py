@@ -108,9 +108,45 @@ class Interface:
     link: LinkParams | None = None   # this link's own shaping; None: the fabric's
 
 
+@dataclass(frozen=True)
+class Route:
+    """A route a topology with its own routing (BCube) asks a node for:
+    `dest` (a host address) leaves on `port`, to `via` (None: dest itself is
+    on that link), in routing table `table` (None: the main table)."""
+    dest: str
+    port: int
+    via: str | None = None
+    table: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceRule:
+    """Packets from `prefix` are routed by `table` (rule priority `priority`)."""
+    prefix: str
+    table: int
+    priority: int
+
+
 class DCTopo(Topo):
     """A Topo whose hosts have addressed interfaces and whose switches have
-    router ids: enough for both the kernel-routing and OpenFlow fabrics."""
+    router ids: enough for both the kernel-routing and OpenFlow fabrics.
+
+    Hosts do not forward and switches route along shortest paths between
+    switches (`next_hops`), unless the topology says otherwise: one whose
+    hosts relay (BCube) sets `hosts_forward` and gives every node's routes
+    itself (`host_routes`, `source_rules`, `switch_routes`)."""
+
+    hosts_forward = False
+
+    def host_routes(self, host: str) -> list[Route]:
+        return []
+
+    def source_rules(self, host: str) -> list[SourceRule]:
+        return []
+
+    def switch_routes(self, switch: str) -> list[Route] | None:
+        """None: the shortest-path routes of `next_hops`."""
+        return None
 
     def interfaces(self, node: str) -> list[Interface]:
         """Every interface of `node`, by port number."""
@@ -405,6 +441,13 @@ class WiFi3G(DCTopo):
         return f"10.{net}.0.2", f"10.{net}.1.2"
 
 
+# BCube's routing tables on hosts, one per starting level, and their rules'
+# priorities (before the per-interface rules every multi-homed host has,
+# 1000 + port, which would send a packet out on its source's own level).
+BCUBE_TABLE = 200
+BCUBE_RULE_PRIORITY = 500
+
+
 class BCube(DCTopo):
     """BCube(n, k) (Guo et al., SIGCOMM 2009), as the paper uses it (§4.3.1,
     Fig. 4-5, and its many-to-one table): n^(k+1) hosts, each with k+1
@@ -418,9 +461,15 @@ class BCube(DCTopo):
     interface starts its own path (BCube's k+1 parallel paths): from the
     level-L interface the digits are corrected in the order L, L-1, ..., 0,
     k, ..., L+1, skipping digits already equal. `path_levels` gives that
-    order; `relay_next_level` what a host on the way forwards on. The
-    fabric's routing for it (policy routes by the source's level on the
-    hosts, one route per destination on the switches) is not built yet.
+    order; `relay_next_level` what a host on the way forwards on.
+
+    Routing (kernel-routing fabric only): a packet's source address says
+    which level its path started on, so every host routes by it (rule
+    `from 10.(L+1).0.0/16` -> table BCUBE_TABLE + L, whose route to each
+    other host's addresses leaves on the level `relay_next_level` gives, to
+    that level's switch). A level-l switch sends each destination to the
+    host on the port of the destination's digit l: the destination itself,
+    or the relay that corrected digit l.
 
       ===========  ===========  =================================
       node         name         address
@@ -489,6 +538,37 @@ class BCube(DCTopo):
         digits as they were."""
         levels = self.path_levels(here, dst, start)
         return levels[0] if levels else None
+
+    # -- routing ---------------------------------------------------------------
+    hosts_forward = True
+
+    def source_rules(self, host: str) -> list[SourceRule]:
+        return [SourceRule(f"10.{level + 1}.0.0/16", BCUBE_TABLE + level, BCUBE_RULE_PRIORITY + level)
+                for level in range(self.levels)]
+
+    def host_routes(self, host: str) -> list[Route]:
+        i = self.names.index(host)
+        routes = []
+        for start in range(self.levels):
+            for j in range(len(self.names)):
+                if j == i:
+                    continue
+                level = self.relay_next_level(i, j, start)
+                via = self.nodeInfo(self.switch_name(i, level))["router_id"]
+                routes += [Route(self.address(j, lv), level, via, BCUBE_TABLE + start)
+                           for lv in range(self.levels)]
+        return routes
+
+    def switch_routes(self, switch: str) -> list[Route]:
+        level = int(switch[1:].split("_")[0])
+        on_port = {intf.port: self.names.index(intf.peer) for intf in self.interfaces(switch)}
+        routes = []
+        for j in range(len(self.names)):
+            port = self.digits(j)[level]
+            relay = on_port[port]
+            via = None if relay == j else self.address(relay, level)
+            routes += [Route(self.address(j, lv), port, via) for lv in range(self.levels)]
+        return routes
 
     def neighbours(self, i: int) -> list[int]:
         """Hosts sharing a switch with host i, every level (the paper's

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from mininet.node import Node
 
-from dctopo import DCTopo, Interface, intf_name
+from dctopo import DCTopo, Interface, Route, intf_name
 from emulator import links
 from base.links import LinkParams
 from emulator.delayline import DelayLine, QueueSpec
@@ -192,7 +192,14 @@ class Fabric:
                 table, src = 100 + intf.port, intf.ip.split("/")[0]
                 ip_lines += [f"rule add from {src} table {table} priority {1000 + intf.port}",
                              f"route add default {self.route_via(intf)} src {src} table {table}"]
-        return [*_sysctl(common_sysctls()), *_batch("ip", ip_lines),
+        sysctls = common_sysctls()
+        if self.topo.hosts_forward:
+            # The topology routes its hosts itself (BCube: they relay).
+            sysctls["net.ipv4.ip_forward"] = "1"
+            ip_lines += [f"rule add from {r.prefix} table {r.table} priority {r.priority}"
+                         for r in self.topo.source_rules(host)]
+            ip_lines += [route_line(host, r) for r in self.topo.host_routes(host)]
+        return [*_sysctl(sysctls), *_batch("ip", ip_lines),
                 *self.link_script(host), *shell]
 
     def route_via(self, intf: Interface) -> str:
@@ -243,6 +250,13 @@ class Fabric:
         if specs:
             self.delay_line = DelayLine(specs, self.procs)
             self.delay_line.start()
+
+
+def route_line(node: str, r: Route) -> str:
+    """`ip -batch` line of a route a topology gives for `node`."""
+    dev = intf_name(node, r.port)
+    target = f"via {r.via} dev {dev} onlink" if r.via else f"dev {dev} scope link"
+    return f"route replace {r.dest}/32 {target}" + (f" table {r.table}" if r.table is not None else "")
 
 
 def common_sysctls() -> dict[str, str]:

@@ -30,7 +30,7 @@ import hashlib
 
 from base.platform import sysctl_exists
 from dctopo import Interface
-from emulator.fabrics.common import Fabric, _batch, _sysctl, common_sysctls
+from emulator.fabrics.common import Fabric, _batch, _sysctl, common_sysctls, route_line
 
 # addresses, protocol, ports (see ip-sysctl.rst, fib_multipath_hash_fields)
 HASH_FIELDS_5TUPLE = "0x0037"
@@ -86,6 +86,9 @@ class L3Fabric(Fabric):
         return int.from_bytes(digest[:4], "big") or 1
 
     def route_lines(self, switch: str) -> list[str]:
+        own = self.topo.switch_routes(switch)
+        if own is not None:                 # a topology that routes itself (BCube)
+            return [route_line(switch, r) for r in own]
         lines = []
         for dest_ip, hops in sorted(self.next_hops()[switch].items()):
             lines.append(f"route replace {dest_ip}/32 " + " ".join(

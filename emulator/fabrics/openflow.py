@@ -80,6 +80,9 @@ class OpenFlowFabric(Fabric):
         """`switch_daemons`: Open vSwitch instances to spread the switches
         over; None: one per CPU on the userspace datapath, one otherwise."""
         super().__init__(topo, link, seed=seed, delay_backend=delay_backend, log_dir=log_dir)
+        if topo.hosts_forward:
+            raise ValueError(f"{type(topo).__name__}: its hosts relay between switches, which "
+                             "only the l3 fabric routes")
         if mode not in MODES:
             raise ValueError(f"unknown controller mode {mode!r}: {', '.join(MODES)}")
         self.mode = mode
