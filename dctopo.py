@@ -71,8 +71,8 @@ and first addresses), each with one interface on a single non-blocking
 switch. The same traffic matrix runs on both.
 
 VL2(d_a, d_i): the paper's other Clos network (§4.3.1), fewer and faster
-links above the racks; FatTree(k, edge_uplink=oversubscribed(link, 4)): the
-4:1 oversubscribed FatTree of §4.3.3 (both classes say how they are built).
+links above the racks; FatTree(k, oversubscription=4): the 4:1
+oversubscribed FatTree of §4.3.3 (both classes say how they are built).
 
 WiFi3G: a sender and a receiver with one interface per path (see the class).
 
@@ -251,42 +251,39 @@ class DCTopo(Topo):
 class FatTree(DCTopo):
     """The k-ary FatTree of the paper (Section 4.1 and Fig. 2-3).
 
-    `edge_uplink`, if given, shapes every edge-aggregation link: the paper's
-    4:1 oversubscribed FatTree (§4.3.3, Fig. 7-8) is
-    `FatTree(k, edge_uplink=oversubscribed(link, 4))`. The paper removes
-    uplinks ("for every four links from the hosts in the rack, one uplink is
-    provided"); here every uplink stays at a quarter of the rate, so a rack
-    keeps its k/2 paths up (at k=8 one uplink would leave none to choose)."""
+    `oversubscription` > 1 puts that many times k/2 hosts under each edge
+    switch, whose k/2 uplinks stay at the link rate: the paper's 4:1 FatTree
+    of §4.3.3 (Fig. 7-8, "for every four links from the hosts in the rack,
+    one uplink is provided"; its 512 nodes are k=8 with 16 hosts per rack).
+    Slowing the uplinks instead would keep the host count but let one lone
+    flow fill only a quarter of its host link with TCP and more with MPTCP,
+    a gain at light load the paper's network does not have."""
 
-    def build(self, k: int = 4, edge_uplink: LinkParams | None = None):
+    def build(self, k: int = 4, oversubscription: int = 1):
         if k < 2 or k % 2:
             raise ValueError(f"FatTree needs an even k, got {k}")
+        if oversubscription < 1 or k // 2 * oversubscription > 250:
+            raise ValueError(f"oversubscription {oversubscription}: 1 .. {250 // (k // 2)} at k={k}")
         self.k = k
-        self.edge_uplink = edge_uplink
-        uplink = {"link": edge_uplink} if edge_uplink else {}
+        self.oversubscription = oversubscription
         half = k // 2
+        per_rack = half * oversubscription
         cores = self._cores(k)
         for p in range(k):
             aggs = self._aggs(p, half, first_router=half)
             for e in range(half):
                 edge = self.addSwitch(f"e{p}_{e}", role="edge", pod=p, dpid=_dpid(1, p, e),
                                       router_id=f"10.{p}.{e}.1")
-                for i in range(half):
+                for i in range(per_rack):
                     host = self.addHost(f"h{p}_{e}_{i}", role="host", pod=p, rack=f"{p}_{e}")
                     self.addLink(host, edge, port1=0, port2=i,
                                  params1={"ip": f"10.{p}.{e}.{i + 2}/32"})
                 for a, agg in enumerate(aggs):
-                    self.addLink(edge, agg, port1=half + a, port2=e, **uplink)
+                    self.addLink(edge, agg, port1=per_rack + a, port2=e)
             for a, agg in enumerate(aggs):
                 for c in range(half):
                     j = a * half + c
                     self.addLink(agg, cores[j], port1=half + c, port2=p)
-
-
-def oversubscribed(link: LinkParams, ratio: float) -> LinkParams:
-    """A rack uplink of a FatTree oversubscribed `ratio`:1: the rate divided,
-    the queue in packets kept."""
-    return dataclasses.replace(link, bw_mbps=link.bw_mbps / ratio)
 
 
 class VL2(DCTopo):

@@ -26,7 +26,10 @@ RTT; NSDI 2012 Fig 4, CS244 '14); from RESULTS_DIR/dhft<k>/<sweep>/<scheme>/<val
 (E7) dhft<k>-locality.png and dhft<k>-load.png (aggregate goodput of TCP and
 MPTCP on the dual-homed FatTree and TCP on the perfect switch against rack
 locality, and relative to the perfect switch against load; paper Fig 15,
-16); from RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
+16); from RESULTS_DIR/oversub<k>/<sweep>/<matrix>/<scheme>/<value>/run.json
+(E8) oversub<k>-load.png and oversub<k>-locality.png (MPTCP-4's aggregate
+over TCP's on the 4:1 oversubscribed FatTree against load and locality;
+paper Fig 7, 8); from RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
 algorithms<k>.png (each flow's throughput and core and access link loss
 rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
 over time with a core link slowed, per congestion control; paper Fig 11,
@@ -60,11 +63,12 @@ except ModuleNotFoundError as _missing:  # started as ./plot.py by a python3 out
     sys.exit(2)
 
 import argparse  # noqa: E402
-from dataclasses import dataclass  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 
 from figures import algorithms as cc_fig  # noqa: E402
 from figures import dhft as dhft_fig  # noqa: E402
 from figures import model as model_fig  # noqa: E402
+from figures import oversub as oversub_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
@@ -160,6 +164,7 @@ class Drawing:
     dhft: dict[str, Drawn]           # E7 "dhft<k>-<sweep>" -> what its figure shows
     cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
     model: Drawn | None = None       # the subflow model (Fig. 6), if there is its record
+    oversub: dict[str, Drawn] = field(default_factory=dict)   # E8 "oversub<k>-<sweep>"
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
@@ -180,14 +185,19 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     for name, (png, drawn) in cc_fig.draw_all(results, plots).items():
         _written(png)
         cc[name] = drawn
+    oversub = {}
+    for name, (png, drawn) in oversub_fig.draw_all(results, plots).items():
+        _written(png)
+        oversub[name] = drawn
     model = None
     for png, drawn in model_fig.draw_all(results, plots).values():
         _written(png)
         model = drawn
-    if not groups and not wifi3g and not dhft and not cc and not model:
+    if not groups and not wifi3g and not dhft and not cc and not model and not oversub:
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
-             f"{results}/wifi3g/, {results}/dhft<k>/, {results}/algorithms<k>/, "
-             f"{results}/hotspot<k>/ or {results}/model/; nothing to draw")
+             f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, "
+             f"{results}/algorithms<k>/, {results}/hotspot<k>/ or {results}/model/; "
+             "nothing to draw")
         return None
     sections = []
     for (topology, workload), runs in groups.items():
@@ -201,9 +211,10 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    write_report(results, sections, cpu, list(NOTES), report, extra=wifi3g_fig.report_lines(results) + dhft_fig.report_lines(results)
-                 + cc_fig.report_lines(results) + model_fig.report_lines(results))
-    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model)
+    extra = [line for fig in (wifi3g_fig, dhft_fig, oversub_fig, cc_fig, model_fig)
+             for line in fig.report_lines(results)]
+    write_report(results, sections, cpu, list(NOTES), report, extra=extra)
+    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, oversub)
 
 
 class _OneLineParser(argparse.ArgumentParser):

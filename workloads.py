@@ -22,6 +22,16 @@ FatTree; paper Section 5):
                   stay idle), each to a host drawn uniformly from the others
                   (so receivers may collide).
 
+And two for the 4:1 oversubscribed FatTree (paper §4.3.3, Fig. 7-8):
+
+  permutation     `connections` per host as stacked permutations: floor(C)
+                  derangements, then a random share C - floor(C) of the hosts
+                  sending along one more (no host receives more than it sends
+                  plus one).
+  random_locality every host sends one flow; a fraction `locality` of the
+                  senders, drawn at random, to a random other host of its
+                  rack, the rest to a random other host anywhere.
+
 `optimal_mbps` is each flow's share of its host links on a non-blocking
 fabric: the link rate divided by the larger of the sender's fan-out and the
 receiver's fan-in. For these regular matrices that is exactly the max-min
@@ -164,14 +174,47 @@ def random_load(hosts: list[str], rng: random.Random, connections: float) -> lis
             for s in hosts for _ in range(whole + (s in extra))]
 
 
+def permutation_load(hosts: list[str], rng: random.Random, connections: float) -> list[Flow]:
+    """round(connections * hosts) flows as stacked derangements (module
+    docstring): every host sends floor(connections) or one more."""
+    if connections <= 0:
+        raise ValueError(f"connections {connections}: must be positive")
+    hosts = sorted(hosts)
+    whole = int(connections)
+    flows = [f for _ in range(whole) for f in derangement(hosts, rng)]
+    extra = set(rng.sample(hosts, round((connections - whole) * len(hosts))))
+    flows += [f for f in derangement(hosts, rng) if f.src in extra]
+    return sorted(flows, key=lambda f: f.src)
+
+
+def random_locality(hosts: list[str], racks: dict[str, str], rng: random.Random,
+                    locality: float) -> list[Flow]:
+    """One flow per host; round(locality * hosts) random senders pick a
+    random other host of their rack, the others any other host."""
+    if not 0.0 <= locality <= 1.0:
+        raise ValueError(f"locality {locality}: must be within 0..1")
+    hosts = sorted(hosts)
+    if any(sum(racks[o] == racks[h] for o in hosts) < 2 for h in hosts):
+        raise ValueError("a rack-local flow needs two hosts in every rack")
+    local = set(rng.sample(hosts, round(locality * len(hosts))))
+    return [Flow(s, rng.choice([d for d in hosts if d != s and (s not in local
+                                                                or racks[d] == racks[s])]))
+            for s in hosts]
+
+
 def make_rack_matrix(workload: str, hosts: list[str], racks: dict[str, str], param: float,
                      seed: int) -> TrafficMatrix:
-    """The "locality" or "random" matrix; a pure function of its arguments."""
+    """A matrix with a parameter (locality, random_locality, random,
+    permutation; module docstring); a pure function of its arguments."""
     rng = random.Random(f"{workload}:{param:g}:{seed}")
     if workload == "locality":
         flows = permutation_locality(sorted(hosts), racks, rng, param)
+    elif workload == "random_locality":
+        flows = random_locality(sorted(hosts), racks, rng, param)
     elif workload == "random":
         flows = random_load(sorted(hosts), rng, param)
+    elif workload == "permutation":
+        flows = permutation_load(sorted(hosts), rng, param)
     else:
         raise ValueError(f"unknown workload {workload!r}")
     return TrafficMatrix(workload, seed, tuple(flows), param)

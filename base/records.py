@@ -37,6 +37,10 @@ def cc_compare_scheme(results: Path, experiment: str, k: int, scheme: str) -> Pa
     return results / f"{experiment}{k}" / scheme
 
 
+def oversub_run(results: Path, k: int, sweep: str, matrix: str, scheme: str, label: str) -> Path:
+    return results / f"oversub{k}" / sweep / matrix / scheme / label
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -45,6 +49,7 @@ def model_run(results: Path) -> Path:
 FATTREE_RECORDS = f"*/*/*/{RECORD}"
 WIFI3G_RECORDS = f"wifi3g/*/*/*/{RECORD}"
 DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
+OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

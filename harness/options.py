@@ -13,6 +13,7 @@ from base.files import check_folder_path
 from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS,
                                 DHFT_SWEEPS, DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
+                                OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 
@@ -274,6 +275,50 @@ def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespa
         sweeps=_names(args.sweeps),
         localities=_numbers(args.localities, "--localities"),
         loads=_numbers(args.loads, "--loads"), subflows=args.subflows,
+        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
+        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
+        results=Path(args.results))
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
+
+
+def oversub_parser() -> argparse.ArgumentParser:
+    d = OversubConfig()
+    p = OneLineParser(prog=f"{PROG} oversub",
+                      description="E8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP "
+                                  "against load and locality (paper Fig. 7-8).")
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    p.add_argument("--ratio", type=int, default=d.ratio,
+                   help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple "
+                        "(%(default)s)")
+    p.add_argument("--sweeps", default=",".join(d.sweeps),
+                   help=f"comma list of {', '.join(OVERSUB_SWEEPS)} (default all)")
+    p.add_argument("--matrices", default=",".join(d.matrices),
+                   help=f"the load sweep's matrices, comma list of {', '.join(OVERSUB_MATRICES)} "
+                        "(default all)")
+    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
+    add_number_list(p, "--localities", d.localities,
+                    "fractions of rack-local flows of the locality sweep")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="MPTCP subflows per connection (%(default)s)")
+    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
+    add_link_options(p)
+    add_seed_option(p, d.seed)
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
+    return p
+
+
+def oversub_config_from_args(argv: list[str]) -> tuple[OversubConfig, argparse.Namespace]:
+    args = oversub_parser().parse_args(argv)
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = OversubConfig(
+        k=args.k, ratio=args.ratio, sweeps=_names(args.sweeps), matrices=_names(args.matrices),
+        loads=_numbers(args.loads, "--loads"),
+        localities=_numbers(args.localities, "--localities"), subflows=args.subflows,
         link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
         warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
         results=Path(args.results))

@@ -105,8 +105,9 @@ def test_random_matrix_has_c_connections_per_host_to_other_hosts():
 
 
 def test_mptcp_subflows_alternate_between_the_planes():
-    from experiments.dhft import DhftNetwork
-    net = DhftNetwork("dhft", DhftConfig())
+    from dctopo import DHFT
+    from experiments.racknet import RackNetwork
+    net = RackNetwork(DHFT(k=4), DhftConfig())
     f = FlowEndpoints(0, "h0_0_0", "h2_1_1", "10.0.1.2", "10.2.3.3", 40000, 5201)
     assert net.subflow_paths(f, 4) == [("10.0.0.2", "10.2.2.3"), ("10.0.1.2", "10.2.3.3"),
                                        ("10.0.0.2", "10.2.2.3")]

@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "algorithms": (["algorithms"], cli.cc_compare_parser("algorithms")),
     "hotspot": (["hotspot"], cli.cc_compare_parser("hotspot")),
     "model": (["model"], cli.model_parser()),
+    "oversub": (["oversub"], cli.oversub_parser()),
 }
 
 
@@ -98,6 +99,8 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["wifi3g", "--sweeps", ""], "at least one"),
     (["wifi3g", "--buffers", ""], "at least one value"),
     (["dhft", "--hosts-per-rack", "0"], "2..16"),
+    (["oversub", "--matrices", "uniform"], "unknown matrix"),
+    (["oversub", "--loads", "16"], "connections per host"),
     (["4", "--seed", "-1"], "--seed -1"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):

@@ -116,18 +116,22 @@ def test_vl2_refuses_odd_sizes(d_a, d_i):
         VL2(d_a=d_a, d_i=d_i)
 
 
-def test_an_oversubscribed_fattree_slows_only_its_rack_uplinks():
-    from dctopo import FatTree, oversubscribed
-    link = LinkParams(bw_mbps=8, queue_pkts=50)
-    t = FatTree(k=4, edge_uplink=oversubscribed(link, 4))
+def test_an_oversubscribed_fattree_has_four_hosts_per_rack_uplink():
+    """FatTree(4, oversubscription=4): 8 hosts under each edge switch, its
+    2 uplinks and everything above as in FatTree(4), all at one rate."""
+    from dctopo import FatTree
+    t, plain = FatTree(k=4, oversubscription=4), FatTree(k=4)
+    assert len(t.hosts()) == 64 and t.switches() == plain.switches()
     for edge in ("e0_0", "e3_1"):
         intfs = t.interfaces(edge)
-        assert [i.link for i in intfs[:2]] == [None, None]          # hosts: the fabric's rate
-        assert all(i.link == LinkParams(bw_mbps=2, queue_pkts=50) for i in intfs[2:])
-    assert all(i.link is None for i in t.interfaces("a0_0") if t.role(i.peer) == "core")
-    assert all(i.link is None for i in t.interfaces("c0"))
-    plain = FatTree(k=4)
-    assert sorted(plain.links()) == sorted(t.links())              # same wiring
+        assert [i.peer for i in intfs[:8]] == [f"h{edge[1:]}_{i}" for i in range(8)]
+        assert sorted(i.peer for i in intfs[8:]) == sorted(i.peer for i in plain.interfaces(edge)[2:])
+    assert all(i.link is None for s in t.switches() for i in t.interfaces(s))
+    assert t.switch_ports() == plain.switch_ports() + 48       # 6 more host ports per edge
+    racks = t.racks()
+    assert sum(r == "0_0" for r in racks.values()) == 8
+    with pytest.raises(ValueError):
+        FatTree(k=4, oversubscription=0)
 
 
 def test_bcube_structure():

@@ -18,6 +18,8 @@ from experiments.config.dhft import (DHFT_SCHEMES, DHFT_SWEEPS, DHFT_TOPOLOGY_OF
                                      DHFT_MAX_FLOWS, DhftPoint, DhftConfig)
 from experiments.config.algorithms import (CC_SCHEMES, CC_EXPERIMENTS, CcCompareConfig)
 from experiments.config.model import ModelConfig
+from experiments.config.oversub import (OVERSUB_SWEEPS, OVERSUB_MATRICES, OVERSUB_SCHEMES,
+                                        OversubPoint, OversubConfig)
 
 __all__ = [
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
@@ -29,5 +31,6 @@ __all__ = [
     "check_run_settings", "RunConfig", "SweepConfig", "WIFI3G_SCHEMES", "WIFI3G_SWEEPS",
     "Wifi3GPoint", "Wifi3GConfig", "DHFT_SCHEMES", "DHFT_SWEEPS", "DHFT_TOPOLOGY_OF_SCHEME",
     "DHFT_MAX_FLOWS", "DhftPoint", "DhftConfig", "CC_SCHEMES", "CC_EXPERIMENTS",
-    "CcCompareConfig", "ModelConfig"
+    "CcCompareConfig", "ModelConfig", "OVERSUB_SWEEPS", "OVERSUB_MATRICES", "OVERSUB_SCHEMES",
+    "OversubPoint", "OversubConfig"
 ]

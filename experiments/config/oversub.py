@@ -1,0 +1,107 @@
+"""E8's config: the 4:1 oversubscribed FatTree (paper §4.3.3, Fig. 7-8)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.common import (MAX_SUBFLOWS, WarmupFromRate, machine_cc,
+                                       check_lists_given, check_run_settings)
+
+OVERSUB_SWEEPS = ("load", "locality")
+OVERSUB_MATRICES = ("permutation", "random")     # the load sweep's; locality's is random
+OVERSUB_SCHEMES = ("tcp", "mptcp")
+OVERSUB_MAX_FLOWS = 512
+
+
+@dataclass(frozen=True)
+class OversubPoint:
+    """One run of E8: TCP or MPTCP on one traffic matrix."""
+    sweep: str            # "load" (x: connections per host) or "locality" (x: rack-local share)
+    matrix: str           # permutation or random
+    scheme: str           # tcp or mptcp
+    x: float
+
+    @property
+    def workload(self) -> str:
+        """The matrix's name in workloads.make_rack_matrix."""
+        return "random_locality" if self.sweep == "locality" else self.matrix
+
+    @property
+    def label(self) -> str:
+        return f"{round(100 * self.x)}pct" if self.sweep == "locality" else f"{self.x:g}conn"
+
+    def run_dir(self, results: Path, k: int) -> Path:
+        return records.oversub_run(results, k, self.sweep, self.matrix, self.scheme, self.label)
+
+
+@dataclass(frozen=True)
+class OversubConfig(WarmupFromRate):
+    """Everything `run_mptcp.sh oversub` was asked to do."""
+    k: int = 4
+    ratio: int = 4                                 # hosts per rack over rack uplinks
+    sweeps: tuple[str, ...] = OVERSUB_SWEEPS
+    matrices: tuple[str, ...] = OVERSUB_MATRICES
+    # Connections per host. At k=4 and 4:1 there are 64 hosts: 1/64 is one
+    # flow; the paper's peak is at 0.25, where the uplinks just fill.
+    loads: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1, 2)
+    localities: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    subflows: int = 4                              # the paper's Fig. 7-8 MPTCP
+    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float = 20.0
+    warmup_s: float | None = None                  # None: default_warmup_s(link rate)
+    seed: int = 0
+    fabric: str = "l3"
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+
+    @property
+    def hosts_per_rack(self) -> int:
+        return self.k // 2 * self.ratio
+
+    @property
+    def n_hosts(self) -> int:
+        return self.k * (self.k // 2) * self.hosts_per_rack
+
+    def validate(self) -> None:
+        if self.k not in (4, 8):
+            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4 or 8")
+        if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
+            raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
+                              f"(k={self.k} gives {self.n_hosts})")
+        if not self.sweeps:
+            raise ConfigError("--sweeps: give at least one of " + ", ".join(OVERSUB_SWEEPS))
+        for s in self.sweeps:
+            if s not in OVERSUB_SWEEPS:
+                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(OVERSUB_SWEEPS)}")
+        check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
+                                       "load": ("--loads", self.loads)})
+        if "load" in self.sweeps:
+            if not self.matrices:
+                raise ConfigError("--matrices: give at least one of " + ", ".join(OVERSUB_MATRICES))
+            for m in self.matrices:
+                if m not in OVERSUB_MATRICES:
+                    raise ConfigError(f"unknown matrix {m!r}: choose from "
+                                      f"{', '.join(OVERSUB_MATRICES)}")
+        for x in self.localities:
+            if not 0 <= x <= 1:
+                raise ConfigError(f"--localities {x:g}: a locality is a fraction within 0..1")
+        for c in self.loads:
+            if not 1 <= round(c * self.n_hosts) <= OVERSUB_MAX_FLOWS:
+                raise ConfigError(f"--loads {c:g}: connections per host must be within "
+                                  f"{1 / self.n_hosts:.2g}..{OVERSUB_MAX_FLOWS // self.n_hosts} "
+                                  f"({self.n_hosts} hosts, at most {OVERSUB_MAX_FLOWS} flows)")
+        if not 2 <= self.subflows <= MAX_SUBFLOWS:
+            raise ConfigError(f"--subflows {self.subflows}: MPTCP needs 2..{MAX_SUBFLOWS}")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
+        self.link.validate()
+
+    def points(self) -> list[OversubPoint]:
+        """Every run, on one network; TCP and MPTCP of a matrix side by side."""
+        load = [OversubPoint("load", m, s, float(x)) for m in self.matrices
+                for x in self.loads for s in OVERSUB_SCHEMES]
+        local = [OversubPoint("locality", "random", s, float(x)) for x in self.localities
+                 for s in OVERSUB_SCHEMES]
+        return (load if "load" in self.sweeps else []) + (local if "locality" in self.sweeps else [])

@@ -1,0 +1,145 @@
+"""A network for traffic matrices over racks (E7, E8): each flow on one of
+its hosts' interfaces (a plane, on a multi-homed topology), MPTCP's further
+subflows alternating over the planes, and the bytes each interface sent.
+On single-homed hosts there is one plane and every subflow starts from the
+same address pair; ECMP hashes them by source port."""
+from __future__ import annotations
+
+import random
+import statistics
+from pathlib import Path
+
+from dctopo import DCTopo
+from emulator.network import Network
+from emulator.traffic.common import FlowEndpoints
+from experiments.longflows import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
+from experiments.runner import Experiment
+from kernel import transport
+from monitor import CpuMonitor
+from workloads import TrafficMatrix, make_rack_matrix
+
+
+class RackNetwork(Network):
+    """A topology on a fabric, every host ready for MPTCP. `cfg` is any
+    config with link, cc, seed and fabric (DhftConfig, OversubConfig)."""
+
+    def __init__(self, topo: DCTopo, cfg):
+        super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
+
+    def endpoints(self, matrix: TrafficMatrix, seed: int) -> list[FlowEndpoints]:
+        """Ports as the driver gives them, and for each flow a plane drawn
+        at random (seeded): its sender's and receiver's address on it."""
+        rng = random.Random(f"planes:{matrix.workload}:{matrix.param}:{seed}")
+        flows = self.driver.endpoints(list(matrix.flows))
+        for f in flows:
+            src, dst = self.topo.host_addresses(f.src), self.topo.host_addresses(f.dst)
+            plane = rng.randrange(min(len(src), len(dst)))
+            f.src_ip, f.dst_ip = src[plane], dst[plane]
+        return flows
+
+    def subflow_paths(self, f: FlowEndpoints, subflows: int) -> list[tuple[str, str]]:
+        """(local, remote) addresses of the subflows after the first: planes
+        alternate starting with the one the first subflow does not use."""
+        src, dst = self.topo.host_addresses(f.src), self.topo.host_addresses(f.dst)
+        first = src.index(f.src_ip)
+        planes = min(len(src), len(dst))
+        return [(src[(first + i) % planes], dst[(first + i) % planes]) for i in range(1, subflows)]
+
+    def arm(self, flows: list[FlowEndpoints], subflows: int) -> None:
+        self.pm.reset()
+        self.pm.forget_expansions()
+        if subflows > 1:
+            for f in flows:
+                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port),
+                               subflows, paths=self.subflow_paths(f, subflows))
+
+    def sent_by_interface(self) -> dict[int, int]:
+        """Bytes the hosts have sent, summed by interface (port) number."""
+        out: dict[int, int] = {}
+        for host in self.fabric.hosts():
+            for name, (_, sent) in transport.read_dev_bytes(self.fabric.pid(host)).items():
+                port = int(name.rsplit("eth", 1)[1])
+                out[port] = out.get(port, 0) + sent
+        return out
+
+
+class RackExperiment(Experiment):
+    """Runs on RackNetworks: each point (with `workload` and `x`) draws its
+    matrix with workloads.make_rack_matrix; a subclass says how many
+    subflows a point has and what of its config goes into run.json."""
+
+    def subflows_of(self, p) -> int:
+        raise NotImplementedError
+
+    def config_record(self, net: RackNetwork, p, subflows: int) -> dict:
+        raise NotImplementedError
+
+    def summarise(self, record: dict) -> str:
+        return (f"aggregate {record['aggregate_mbps']:.1f} Mb/s "
+                f"({record['pct_of_host_links']:.0f} % of the hosts' links), "
+                f"{record['local_fraction']:.0%} rack-local, cpu {record['cpu_mean_pct']} %")
+
+    def run_point(self, net: RackNetwork, p, folder: Path) -> dict:
+        cfg = self.cfg
+        racks = net.topo.racks()
+        matrix = make_rack_matrix(p.workload, net.fabric.hosts(), racks, p.x, cfg.seed)
+        flows = net.endpoints(matrix, cfg.seed)
+        subflows = self.subflows_of(p)
+        net.arm(flows, subflows)
+        cpu = CpuMonitor(interval_s=1.0)
+        counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
+        try:
+            outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
+                                      on_started=cpu.start, warmup_s=cfg.warmup,
+                                      bind_servers=subflows == 1)
+        finally:
+            cpu.stop()
+        counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
+        sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
+        cpu.write_csv(folder / "cpu.csv")
+        return self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)
+
+    def _record(self, net: RackNetwork, p, matrix: TrafficMatrix, outcomes,
+                subflows: int, cpu: CpuMonitor, counters: dict[str, int],
+                sent: dict[int, int]) -> dict:
+        cfg = self.cfg
+        racks = net.topo.racks()
+        established = subflows_by_flow(net.pm)
+        flows = []
+        for o in outcomes:
+            f = o.endpoints
+            flows.append({
+                "src": f.src, "dst": f.dst, "src_ip": f.src_ip, "dst_ip": f.dst_ip,
+                "client_port": f.client_port, "server_port": f.server_port,
+                "rack_local": racks[f.src] == racks[f.dst],
+                "goodput_mbps": o.goodput_mbps, "seconds": o.seconds,
+                "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
+                "subflows_established": (
+                    established.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0)
+                    if subflows > 1 else 0 if o.error else 1),
+                "error": o.error,
+            })
+        flags = run_flags(subflows, flows, outcomes, cpu, counters) + net.health_flags()
+        link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
+        hosts = len(net.fabric.hosts())
+        aggregate = sum(fl["goodput_mbps"] for fl in flows)
+        total_sent = sum(sent.values())
+        return {
+            "config": self.config_record(net, p, subflows),
+            "hosts": hosts,
+            "switch_ports": net.topo.switch_ports(),
+            "link_mbps": round(link_mbps, 4),
+            "matrix": matrix.to_record(),
+            "local_fraction": round(matrix.local_fraction(racks), 4),
+            "flows": flows,
+            "aggregate_mbps": round(aggregate, 3),
+            "mean_flow_mbps": round(statistics.fmean(fl["goodput_mbps"] for fl in flows), 4),
+            # Aggregate over what every host's one link could carry: 100 %
+            # is the perfect switch's ceiling, 200 % DHFT's.
+            "pct_of_host_links": round(100.0 * aggregate / (hosts * link_mbps), 2),
+            "interface_share": {f"eth{port}": round(n / total_sent, 4) if total_sent else 0.0
+                                for port, n in sorted(sent.items())},
+            "cpu_mean_pct": cpu.mean_pct(),
+            "kernel_counters": counters,
+            "flags": flags,
+        }
