@@ -3,6 +3,7 @@
 # sudo ./run_mptcp.sh wifi3g [options]              (./run_mptcp.sh wifi3g --help)
 # sudo ./run_mptcp.sh dhft [options]                (./run_mptcp.sh dhft --help)
 # sudo ./run_mptcp.sh oversub [options]             (./run_mptcp.sh oversub --help)
+# sudo ./run_mptcp.sh topologies [options]          (./run_mptcp.sh topologies --help)
 # sudo ./run_mptcp.sh algorithms|hotspot [options]  (./run_mptcp.sh algorithms --help)
 # sudo ./run_mptcp.sh model [options]               (./run_mptcp.sh model --help)
 # Checks the input, installs what is missing, runs the experiment, draws the

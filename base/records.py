@@ -41,6 +41,10 @@ def oversub_run(results: Path, k: int, sweep: str, matrix: str, scheme: str, lab
     return results / f"oversub{k}" / sweep / matrix / scheme / label
 
 
+def topologies_run(results: Path, topology: str, subflows: int) -> Path:
+    return results / "topologies" / topology / "permutation" / f"flows{subflows}"
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -50,6 +54,7 @@ FATTREE_RECORDS = f"*/*/*/{RECORD}"
 WIFI3G_RECORDS = f"wifi3g/*/*/*/{RECORD}"
 DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
 OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
+TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

@@ -105,6 +105,7 @@ class RackExperiment(Experiment):
         cfg = self.cfg
         racks = net.topo.racks()
         established = subflows_by_flow(net.pm)
+        link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         flows = []
         for o in outcomes:
             f = o.endpoints
@@ -112,15 +113,15 @@ class RackExperiment(Experiment):
                 "src": f.src, "dst": f.dst, "src_ip": f.src_ip, "dst_ip": f.dst_ip,
                 "client_port": f.client_port, "server_port": f.server_port,
                 "rack_local": racks[f.src] == racks[f.dst],
-                "goodput_mbps": o.goodput_mbps, "seconds": o.seconds,
-                "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
+                "goodput_mbps": o.goodput_mbps,
+                "pct_of_link": round(100.0 * o.goodput_mbps / link_mbps, 2),
+                "seconds": o.seconds, "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
                 "subflows_established": (
                     established.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0)
                     if subflows > 1 else 0 if o.error else 1),
                 "error": o.error,
             })
         flags = run_flags(subflows, flows, outcomes, cpu, counters) + net.health_flags()
-        link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         hosts = len(net.fabric.hosts())
         aggregate = sum(fl["goodput_mbps"] for fl in flows)
         total_sent = sum(sent.values())

@@ -19,7 +19,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (Drawn, mark_invalid, save_sweep_figure, section_head,
+from figures.runs import (Drawn, mark_invalid, save_figure, save_sweep_figure, section_head,
                           sweep_points)
 
 SWEEPS = ("load", "locality")
@@ -97,10 +97,10 @@ def _subtitle(series: dict[str, list[Point]]) -> str:
             f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
 
 
-def _draw_gains(ax, series, matrices, x_of=lambda g: g.x) -> tuple[list[str], dict]:
+def _draw_gains(ax, series, styles: dict, x_of=lambda g: g.x) -> tuple[list[str], dict]:
+    """The gain per matrix of `styles` ({matrix: (label, color, marker)})."""
     flagged, shown = [], {}
-    for matrix in matrices:
-        label, color, marker = MATRICES[matrix]
+    for matrix, (label, color, marker) in styles.items():
         gs = gains(series, matrix)
         if not gs:
             continue
@@ -144,15 +144,19 @@ def draw_locality(series: dict[str, list[Point]], out: Path) -> Drawn:
     agg.set_ylabel("aggregate goodput (Mb/s)")
     agg.set_ylim(bottom=0)
     agg.grid(alpha=0.3)
-    _, shown["gain"] = _draw_gains(gain, series, ["random"], x_of=lambda g: 100 * g.x)
-    shown["gain"] = shown["gain"].get("random", [])
+    # A gain's flags are its runs', already named from the left panel.
+    _, gain_shown = _draw_gains(gain, series, {"random": ("random", "#333333", "D")},
+                                x_of=lambda g: 100 * g.x)
+    shown["gain"] = gain_shown.get("random", [])
     gain.set_xlabel("rack-local flows (%)")
     gain.set_ylabel("aggregate goodput, MPTCP / TCP")
     for ax in (agg, gain):
         ax.set_xlim(-3, 103)
+        ax.legend(fontsize=8, loc="lower right")
     fig.suptitle(f"Oversubscribed FatTree: one flow per host, against locality (paper Fig. 8)\n"
                  f"{_subtitle(series)}", fontsize=9)
-    return save_sweep_figure(fig, out, shown, flagged, ncol=3)
+    notes = ("INVALID (red x): " + "; ".join(flagged)) if flagged else ""
+    return save_figure(fig, out, lambda _fig: shown, notes, wrap=120, reserve=0.08)
 
 
 DRAW = {"load": draw_load, "locality": draw_locality}

@@ -1,9 +1,9 @@
 """`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep),
 `run_mptcp.sh wifi3g [options]` (E4), `run_mptcp.sh algorithms|hotspot
 [options]` (E5, E6), `run_mptcp.sh dhft [options]` (E7),
-`run_mptcp.sh oversub [options]` (E8) and `run_mptcp.sh model [options]`
-(paper Fig. 6, computed): parse, check, run,
-plot.
+`run_mptcp.sh oversub [options]` (E8), `run_mptcp.sh topologies [options]`
+(E9) and `run_mptcp.sh model [options]` (paper Fig. 6, computed): parse,
+check, run, plot.
 
 Parsing and validation use the standard library only, so `run_mptcp.sh` can
 reject bad input with the system Python before it installs anything.
@@ -26,7 +26,8 @@ from experiments.config import ConfigError, SweepConfig
 from harness.options import (EXIT_BAD_INPUT, PROG, cc_compare_config_from, cc_compare_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
                              model_config_from_args, model_parser, oversub_config_from_args,
-                             oversub_parser, parser, wifi3g_config_from_args,
+                             oversub_parser, parser, topologies_config_from_args,
+                             topologies_parser, wifi3g_config_from_args,
                              wifi3g_parser)
 
 
@@ -80,6 +81,8 @@ COMMANDS = {
     "dhft": Command(dhft_config_from_args, _run_experiment("experiments.dhft", "DhftExperiment")),
     "oversub": Command(oversub_config_from_args,
                        _run_experiment("experiments.oversub", "OversubExperiment")),
+    "topologies": Command(topologies_config_from_args,
+                          _run_experiment("experiments.topologies", "TopologiesExperiment")),
     "algorithms": Command(cc_compare_config_from("algorithms"),
                           _run_experiment("experiments.algorithms", "CcCompareExperiment")),
     "hotspot": Command(cc_compare_config_from("hotspot"),
@@ -92,7 +95,7 @@ SUBCOMMANDS = tuple(name for name in COMMANDS if name)
 def _options_with_values() -> set[str]:
     """Every option of every subcommand that takes a value."""
     parsers = [parser(), wifi3g_parser(), dhft_parser(), cc_compare_parser("hotspot"), model_parser(),
-               oversub_parser()]
+               oversub_parser(), topologies_parser()]
     return {opt for p in parsers for a in p._actions if a.option_strings and a.nargs is None
             and not isinstance(a, argparse._StoreConstAction) for opt in a.option_strings}
 

@@ -14,6 +14,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGEST
                                 DHFT_SWEEPS, DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
+                                TOPOLOGY_NAMES, TopologiesConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 
@@ -319,6 +320,40 @@ def oversub_config_from_args(argv: list[str]) -> tuple[OversubConfig, argparse.N
         k=args.k, ratio=args.ratio, sweeps=_names(args.sweeps), matrices=_names(args.matrices),
         loads=_numbers(args.loads, "--loads"),
         localities=_numbers(args.localities, "--localities"), subflows=args.subflows,
+        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
+        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
+        results=Path(args.results))
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
+
+
+def topologies_parser() -> argparse.ArgumentParser:
+    d = TopologiesConfig()
+    p = OneLineParser(prog=f"{PROG} topologies",
+                      description="E9: FatTree, VL2 and BCube under a permutation, TCP against "
+                                  "MPTCP (paper Fig. 4-5).")
+    p.add_argument("--topologies", default=",".join(d.topologies),
+                   help=f"comma list of {', '.join(TOPOLOGY_NAMES)} (default all)")
+    p.add_argument("--subflows", default=",".join(map(str, d.subflows)),
+                   help="comma list of subflow counts, 1 = TCP (default %(default)s)")
+    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
+    p.add_argument("--bw", type=finite, default=d.link.bw_mbps,
+                   help="host link rate in Mb/s (%(default)s; VL2's upper links 4 times it)")
+    p.add_argument("--queue", type=int, default=d.link.queue_pkts, help="queue length in packets (%(default)s)")
+    add_seed_option(p, d.seed)
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
+    return p
+
+
+def topologies_config_from_args(argv: list[str]) -> tuple[TopologiesConfig, argparse.Namespace]:
+    args = topologies_parser().parse_args(argv)
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = TopologiesConfig(
+        topologies=_names(args.topologies), subflows=_numbers(args.subflows, "--subflows", int),
         link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
         warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
         results=Path(args.results))

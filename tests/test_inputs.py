@@ -34,6 +34,7 @@ SUBCOMMANDS = {
     "hotspot": (["hotspot"], cli.cc_compare_parser("hotspot")),
     "model": (["model"], cli.model_parser()),
     "oversub": (["oversub"], cli.oversub_parser()),
+    "topologies": (["topologies"], cli.topologies_parser()),
 }
 
 
@@ -101,6 +102,9 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["dhft", "--hosts-per-rack", "0"], "2..16"),
     (["oversub", "--matrices", "uniform"], "unknown matrix"),
     (["oversub", "--loads", "16"], "connections per host"),
+    (["topologies", "--topologies", "jellyfish"], "unknown topology"),
+    (["topologies", "--subflows", "9"], "within 1..8"),
+    (["topologies", "--fabric", "openflow"], "l3 fabric"),
     (["4", "--seed", "-1"], "--seed -1"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):

@@ -114,7 +114,7 @@ def test_figures_from_records_without_root(tmp_path):
             "aggregate_mbps": aggregate[p.scheme] * (1 + p.x),
             "valid": not invalid, "flags": ["subflows_missing"] if invalid else []}))
     drawing = plot.draw_all(tmp_path)
-    load, locality = drawing.oversub["oversub4-load"], drawing.oversub["oversub4-locality"]
+    load, locality = drawing.others["oversub4-load"], drawing.others["oversub4-locality"]
     assert load.data["permutation"] == [(0.25, 1.5, True), (1.0, 1.5, True)]
     assert load.data["random"] == [(0.25, 1.5, True), (1.0, 1.5, False)]
     assert locality.data["gain"] == [(0.0, 1.5, True), (1.0, 1.5, True)]

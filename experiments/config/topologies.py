@@ -1,0 +1,67 @@
+"""E9's config: FatTree, VL2 and BCube side by side (paper §4.3.1, Fig. 4-5)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.common import (MAX_SUBFLOWS, WarmupFromRate, machine_cc,
+                                       check_run_settings)
+
+# The networks, by name; what each is built as is experiments/topologies.py's.
+TOPOLOGY_NAMES = ("fattree", "vl2", "bcube")
+
+
+@dataclass(frozen=True)
+class TopologyPoint:
+    """One run of E9: a permutation on one network with one subflow count."""
+    topology: str
+    subflows: int          # 1: TCP on one path (on BCube, one interface drawn at random)
+
+    @property
+    def workload(self) -> str:
+        return "permutation"
+
+    x = property(lambda self: 1.0)     # one connection per host: a permutation
+
+    def run_dir(self, results: Path) -> Path:
+        return records.topologies_run(results, self.topology, self.subflows)
+
+
+@dataclass(frozen=True)
+class TopologiesConfig(WarmupFromRate):
+    """Everything `run_mptcp.sh topologies` was asked to do."""
+    topologies: tuple[str, ...] = TOPOLOGY_NAMES
+    subflows: tuple[int, ...] = (1, 2, 3, 4, 6, 8)
+    # 5 Mb/s: BCube(4,2)'s 64 hosts with 3 interfaces relay through each
+    # other; at 10 Mb/s its permutation alone would ask two cores for more
+    # packet-hops than FatTree(4)'s sweep does at 10 (README, E9).
+    link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
+    time_s: float = 20.0
+    warmup_s: float | None = None
+    seed: int = 0
+    fabric: str = "l3"
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+
+    def validate(self) -> None:
+        if not self.topologies:
+            raise ConfigError("--topologies: give at least one of " + ", ".join(TOPOLOGY_NAMES))
+        for t in self.topologies:
+            if t not in TOPOLOGY_NAMES:
+                raise ConfigError(f"unknown topology {t!r}: choose from {', '.join(TOPOLOGY_NAMES)}")
+        if not self.subflows:
+            raise ConfigError("--subflows: give at least one subflow count")
+        for n in self.subflows:
+            if not 1 <= n <= MAX_SUBFLOWS:
+                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS}")
+        if self.fabric != "l3" and "bcube" in self.topologies:
+            raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
+                              "fabric gives them")
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
+        self.link.validate()
+
+    def points(self) -> list[TopologyPoint]:
+        return [TopologyPoint(t, n) for t in self.topologies for n in self.subflows]
