@@ -56,19 +56,23 @@ def test_points_pair_tcp_and_mptcp_on_each_matrix():
 @needs_root
 def test_a_racks_traffic_out_is_held_to_its_two_uplinks(tmp_path, no_leftovers):
     """The 8 hosts of rack 0_0 each send one TCP flow to another pod: in
-    all they get at most what its 2 uplinks carry, a quarter of their links."""
+    all they get at most what its 2 uplinks carry, a quarter of their links,
+    and at least what one carries (ECMP may put every flow on one)."""
     cfg = OversubConfig(link=LinkParams(bw_mbps=10, queue_pkts=100), cc="reno")
     hosts = [f"h0_0_{i}" for i in range(8)]
-    matrix = TrafficMatrix("permutation", 0, tuple(Flow(h, f"h2_{i % 2}_{i}")
+    matrix = TrafficMatrix("permutation", 0, tuple(Flow(h, f"h2_{i % 2}_{(3 * i + 1) % 8}")
                                                     for i, h in enumerate(hosts)))
     with RackNetwork(TOPO, cfg) as net:
         flows = net.endpoints(matrix, 0)
         net.arm(flows, 1)
-        outcomes = net.driver.run(flows, False, 6, tmp_path / "driver", warmup_s=2)
+        outcomes = net.driver.run(flows, False, 8, tmp_path / "driver", warmup_s=2)
     total = sum(o.goodput_mbps for o in outcomes)
     uplinks = 2 * 10 * 1448 / 1514
     assert all(o.error is None for o in outcomes), [o.error for o in outcomes]
-    assert 0.6 * uplinks <= total <= 1.05 * uplinks, total
+    # 1.1: each flow is counted over its own window from its own start, and
+    # the clients do not start at one instant, so the sum of their means can
+    # pass what the links carried at any one moment.
+    assert 0.45 * uplinks <= total <= 1.1 * uplinks, total
 
 
 @needs_root
