@@ -121,12 +121,13 @@ def test_idle_dhft_mptcp_uses_both_links_tcp_one(tmp_path, awake, no_leftovers):
     TCP, not the link's rate: when the VM's host is busy both fall short
     alike (CI: TCP 8.94, MPTCP 16.2 Mb/s on 9.56 Mb/s links; here once 8.48
     and 15.47, and on a quiet host 9.53-9.56 and 18.2-18.8)."""
-    from experiments.dhft import DhftNetwork
+    from dctopo import DHFT
+    from experiments.racknet import RackNetwork
     cfg = DhftConfig(link=LinkParams(bw_mbps=10))
     link = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
     matrix = TrafficMatrix("pair", 0, (Flow("h0_0_0", "h2_1_1"),))
     rates = {}
-    with DhftNetwork("dhft", cfg) as net:
+    with RackNetwork(DHFT(k=cfg.k), cfg) as net:
         for subflows in (1, 2):
             flows = net.endpoints(matrix, seed=0)
             net.arm(flows, subflows)
