@@ -69,10 +69,11 @@ def test_a_racks_traffic_out_is_held_to_its_two_uplinks(tmp_path, no_leftovers):
     total = sum(o.goodput_mbps for o in outcomes)
     uplinks = 2 * 10 * 1448 / 1514
     assert all(o.error is None for o in outcomes), [o.error for o in outcomes]
-    # 1.1: each flow is counted over its own window from its own start, and
+    # 1.2: each flow is counted over its own window from its own start, and
     # the clients do not start at one instant, so the sum of their means can
-    # pass what the links carried at any one moment.
-    assert 0.45 * uplinks <= total <= 1.1 * uplinks, total
+    # pass what the links carried at any one moment (seen: 1.065). Without
+    # the oversubscription the 8 hosts could get 4 times this.
+    assert 0.45 * uplinks <= total <= 1.2 * uplinks, total
 
 
 @needs_root
