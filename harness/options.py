@@ -209,6 +209,19 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
+def _shared_config(cls, args: argparse.Namespace, **specific):
+    """A config from the options every long-flow experiment shares (link,
+    timing, seed, cc, fabric, results) and its own (`specific`), checked."""
+    cc, cc_note = _resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
+              warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
+              results=Path(args.results), **specific)
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
+
+
 def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
     args = wifi3g_parser().parse_args(argv)
     cc, cc_note = _resolve_cc(args.cc)
@@ -269,19 +282,10 @@ def dhft_parser() -> argparse.ArgumentParser:
 
 def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespace]:
     args = dhft_parser().parse_args(argv)
-    cc, cc_note = _resolve_cc(args.cc)
-    check_folder_path(args.results, "--results")
-    cfg = DhftConfig(
-        k=args.k, hosts_per_rack=args.hosts_per_rack,
-        sweeps=_names(args.sweeps),
-        localities=_numbers(args.localities, "--localities"),
-        loads=_numbers(args.loads, "--loads"), subflows=args.subflows,
-        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
-        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
-        results=Path(args.results))
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
+    return _shared_config(DhftConfig, args, k=args.k, hosts_per_rack=args.hosts_per_rack,
+                          sweeps=_names(args.sweeps),
+                          localities=_numbers(args.localities, "--localities"),
+                          loads=_numbers(args.loads, "--loads"), subflows=args.subflows)
 
 
 def oversub_parser() -> argparse.ArgumentParser:
@@ -314,18 +318,11 @@ def oversub_parser() -> argparse.ArgumentParser:
 
 def oversub_config_from_args(argv: list[str]) -> tuple[OversubConfig, argparse.Namespace]:
     args = oversub_parser().parse_args(argv)
-    cc, cc_note = _resolve_cc(args.cc)
-    check_folder_path(args.results, "--results")
-    cfg = OversubConfig(
-        k=args.k, ratio=args.ratio, sweeps=_names(args.sweeps), matrices=_names(args.matrices),
-        loads=_numbers(args.loads, "--loads"),
-        localities=_numbers(args.localities, "--localities"), subflows=args.subflows,
-        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
-        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
-        results=Path(args.results))
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
+    return _shared_config(OversubConfig, args, k=args.k, ratio=args.ratio,
+                          sweeps=_names(args.sweeps), matrices=_names(args.matrices),
+                          loads=_numbers(args.loads, "--loads"),
+                          localities=_numbers(args.localities, "--localities"),
+                          subflows=args.subflows)
 
 
 def topologies_parser() -> argparse.ArgumentParser:
@@ -350,16 +347,8 @@ def topologies_parser() -> argparse.ArgumentParser:
 
 def topologies_config_from_args(argv: list[str]) -> tuple[TopologiesConfig, argparse.Namespace]:
     args = topologies_parser().parse_args(argv)
-    cc, cc_note = _resolve_cc(args.cc)
-    check_folder_path(args.results, "--results")
-    cfg = TopologiesConfig(
-        topologies=_names(args.topologies), subflows=_numbers(args.subflows, "--subflows", int),
-        link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
-        warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
-        results=Path(args.results))
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
+    return _shared_config(TopologiesConfig, args, topologies=_names(args.topologies),
+                          subflows=_numbers(args.subflows, "--subflows", int))
 
 
 def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
