@@ -19,8 +19,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (FLAG_COLOR, Drawn, mark_invalid, points_table, reference_lines,
-                          save_sweep_figure, section_head, sweep_points)
+from figures.runs import (connections_axis, FLAG_COLOR, Drawn, draw_sweeps, mark_invalid, points_table,
+                          records_by_topology, reference_lines, save_sweep_figure, section_head)
 
 SCHEMES = {"tcp_dhft": ("TCP on DHFT", "#ff7f0e", "s"),
            "mptcp_dhft": ("MPTCP on DHFT", "#1f77b4", "o"),
@@ -49,13 +49,8 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
     """{"dhft<k>": {sweep: {scheme: points sorted by x}}}, locality first;
     unreadable records are noted and skipped."""
-    by_top: dict[str, list[Path]] = {}
-    for path in records.committed(results, records.DHFT_RECORDS):
-        top = path.relative_to(results).parts[0]
-        if TOPOLOGY_DIR.fullmatch(top):
-            by_top.setdefault(top, []).append(path)
-    return {top: points for top, paths in by_top.items()
-            if (points := sweep_points(paths, parse_point, SWEEPS, SCHEMES))}
+    return records_by_topology(results, records.DHFT_RECORDS, TOPOLOGY_DIR, parse_point, SWEEPS,
+                               SCHEMES)
 
 
 def _subtitle(schemes: dict[str, list[Point]]) -> str:
@@ -137,11 +132,7 @@ def draw_load(schemes: dict[str, list[Point]], out: Path) -> Drawn:
         flagged.append("no perfect-switch run at " + ", ".join(f"{x:g}" for x in missing)
                        + " connections: not drawn")
     xs = sorted({p.x for pts in schemes.values() for p in pts})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs)
-    ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
-    ax.set_xlabel("connections per host (random destinations; below 1, that share of hosts sends)")
+    connections_axis(ax, xs, "connections per host (random destinations; below 1, that share of hosts sends)")
     ax.set_ylabel("aggregate goodput relative to the perfect switch")
     ax.set_ylim(0, max([2.1] + [y * 1.1 for pts in rel.values() for _, y, _ in pts]))
     ax.grid(alpha=0.3)
@@ -154,13 +145,7 @@ DRAW = {"locality": draw_locality, "load": draw_load}
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
     """Every E7 figure with at least one run: {"dhft<k>-<sweep>": (png, what it shows)}."""
-    drawn = {}
-    for topology, sweeps in load(results).items():
-        for sweep, schemes in sweeps.items():
-            name = f"{topology}-{sweep}"
-            out = plots / f"{name}.png"
-            drawn[name] = (out, DRAW[sweep](schemes, out))
-    return drawn
+    return draw_sweeps(load(results), plots, DRAW)
 
 
 def crossing(schemes: dict[str, list[Point]]) -> float | None:

@@ -19,8 +19,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (Drawn, mark_invalid, save_figure, save_sweep_figure, section_head,
-                          sweep_points)
+from figures.runs import (connections_axis, Drawn, draw_sweeps, mark_invalid, records_by_topology, save_figure,
+                          save_sweep_figure, section_head)
 
 SWEEPS = ("load", "locality")
 MATRICES = {"permutation": ("permutation", "#1f77b4", "o"), "random": ("random", "#ff7f0e", "s")}
@@ -68,13 +68,8 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 
 def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
     """{"oversub<k>": {sweep: {"<matrix>:<scheme>": points sorted by x}}}."""
-    by_top: dict[str, list[Path]] = {}
-    for path in records.committed(results, records.OVERSUB_RECORDS):
-        top = path.relative_to(results).parts[0]
-        if TOPOLOGY_DIR.fullmatch(top):
-            by_top.setdefault(top, []).append(path)
-    return {top: points for top, paths in by_top.items()
-            if (points := sweep_points(paths, parse_point, SWEEPS, SERIES))}
+    return records_by_topology(results, records.OVERSUB_RECORDS, TOPOLOGY_DIR, parse_point,
+                               SWEEPS, SERIES)
 
 
 def gains(series: dict[str, list[Point]], matrix: str) -> list[Gain]:
@@ -118,11 +113,7 @@ def draw_load(series: dict[str, list[Point]], out: Path) -> Drawn:
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     flagged, shown = _draw_gains(ax, series, MATRICES)
     xs = sorted({p.x for pts in series.values() for p in pts})
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs)
-    ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
-    ax.set_xlabel("connections per host (below 1, that share of the hosts sends)")
+    connections_axis(ax, xs, "connections per host (below 1, that share of the hosts sends)")
     ax.set_ylabel("aggregate goodput, MPTCP / TCP")
     ax.set_title(f"Oversubscribed FatTree: MPTCP's gain against load (paper Fig. 7)\n"
                  f"{_subtitle(series)}", fontsize=9)
@@ -164,13 +155,7 @@ DRAW = {"load": draw_load, "locality": draw_locality}
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
     """Every E8 figure with at least one run: {"oversub<k>-<sweep>": (png, drawn)}."""
-    drawn = {}
-    for topology, sweeps in load(results).items():
-        for sweep, series in sweeps.items():
-            name = f"{topology}-{sweep}"
-            out = plots / f"{name}.png"
-            drawn[name] = (out, DRAW[sweep](series, out))
-    return drawn
+    return draw_sweeps(load(results), plots, DRAW)
 
 
 REPORT_HEAD = """\

@@ -43,8 +43,25 @@ def note(msg: str) -> None:
     print(f"plot.py: {msg}", file=sys.stderr)
 
 
+class FlowPercents:
+    """Mean, p10 and min of a run's per-flow percentages (`pcts`)."""
+    pcts: list[float]
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.pcts))
+
+    @property
+    def p10(self) -> float:
+        return float(np.percentile(self.pcts, 10))
+
+    @property
+    def min(self) -> float:
+        return float(np.min(self.pcts))
+
+
 @dataclass
-class Run:
+class Run(FlowPercents):
     """One run.json, reduced to what the figures need."""
     path: Path
     topology: str
@@ -59,18 +76,6 @@ class Run:
     @property
     def dir(self) -> Path:
         return self.path.parent
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.pcts))
-
-    @property
-    def p10(self) -> float:
-        return float(np.percentile(self.pcts, 10))
-
-    @property
-    def min(self) -> float:
-        return float(np.min(self.pcts))
 
     def number(self, field: str, default: float | None = None) -> float | None:
         """A numeric config value, or `default` when absent or not a number."""
@@ -273,6 +278,43 @@ def sweep_points(paths: list[Path], parse, sweeps, schemes) -> dict[str, dict[st
         for pts in by_scheme.values():
             pts.sort(key=lambda p: p.x)
     return {s: out[s] for s in sweeps if s in out}
+
+
+def records_by_topology(results: Path, pattern: str, topology_dir, parse, sweeps,
+                        series) -> dict[str, dict[str, dict[str, list]]]:
+    """{topology folder: {sweep: {series: points sorted by x}}} of the
+    records matching `pattern` under folders named as `topology_dir` (a
+    compiled regex) matches; `parse` as sweep_points takes it."""
+    by_top: dict[str, list[Path]] = {}
+    for path in records.committed(results, pattern):
+        top = path.relative_to(results).parts[0]
+        if topology_dir.fullmatch(top):
+            by_top.setdefault(top, []).append(path)
+    return {top: points for top, paths in by_top.items()
+            if (points := sweep_points(paths, parse, sweeps, series))}
+
+
+def connections_axis(ax, xs: list[float], label: str) -> None:
+    """An x axis of connections per host: log 2, a tick at each value run."""
+    import matplotlib.pyplot as plt
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs)
+    ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
+    ax.set_xlabel(label)
+
+
+def draw_sweeps(data: dict[str, dict[str, object]], plots: Path, draw: dict) -> dict:
+    """Figure "<topology>-<sweep>" of every sweep in `data` ({topology:
+    {sweep: its points}}), drawn by `draw[sweep](points, png)`:
+    {name: (png, what it shows)}."""
+    drawn = {}
+    for topology, sweeps in data.items():
+        for sweep, points in sweeps.items():
+            name = f"{topology}-{sweep}"
+            out = plots / f"{name}.png"
+            drawn[name] = (out, draw[sweep](points, out))
+    return drawn
 
 
 def section_head(text: str) -> list[str]:

@@ -15,31 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
-import numpy as np
 
 from base import records
-from figures.runs import (Drawn, mark_invalid, note, save_figure, save_sweep_figure,
-                          section_head)
+from figures.runs import (Drawn, FlowPercents, mark_invalid, note, save_figure,
+                          save_sweep_figure, section_head)
 
 STYLE = {"fattree": ("FatTree", "#2ca02c", "^"), "vl2": ("VL2", "#1f77b4", "o"),
          "bcube": ("BCube", "#d62728", "s")}
 
 
 @dataclass
-class Point:
+class Point(FlowPercents):
     x: int                      # subflows; 1 = TCP
     pcts: list[float]           # each flow's goodput, % of one host link
     valid: bool
     flags: list[str]
     record: dict = field(default_factory=dict)
-
-    @property
-    def mean(self) -> float:
-        return float(np.mean(self.pcts))
-
-    @property
-    def p10(self) -> float:
-        return float(np.percentile(self.pcts, 10))
 
 
 def parse_point(path: Path) -> tuple[str, Point]:

@@ -92,6 +92,18 @@ def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
 
 
+def add_long_flow_options(p: argparse.ArgumentParser, d) -> None:
+    """The options of LongFlowSettings (E7, E8, E9), with config `d`'s defaults."""
+    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
+    p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
+    p.add_argument("--queue", type=int, default=d.link.queue_pkts,
+                   help="queue length in packets (%(default)s)")
+    add_seed_option(p, d.seed)
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
+
+
 def parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.")
     p.add_argument("k", help="FatTree arity (even, >= 4)")
@@ -222,6 +234,15 @@ def _shared_config(cls, args: argparse.Namespace, **specific):
     return cfg, args
 
 
+def _long_flow_command(make_parser, cls, own_fields):
+    """`argv -> (config, args)` for a long-flow experiment: its parser, its
+    config class, and `own_fields(args)`, the fields only it has."""
+    def config_from(argv: list[str]):
+        args = make_parser().parse_args(argv)
+        return _shared_config(cls, args, **own_fields(args))
+    return config_from
+
+
 def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
     args = wifi3g_parser().parse_args(argv)
     cc, cc_note = _resolve_cc(args.cc)
@@ -271,21 +292,8 @@ def dhft_parser() -> argparse.ArgumentParser:
     add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
-    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
-    add_link_options(p)
-    add_seed_option(p, d.seed)
-    add_cc_option(p)
-    add_fabric_option(p, d.fabric)
-    add_results_options(p)
+    add_long_flow_options(p, d)
     return p
-
-
-def dhft_config_from_args(argv: list[str]) -> tuple[DhftConfig, argparse.Namespace]:
-    args = dhft_parser().parse_args(argv)
-    return _shared_config(DhftConfig, args, k=args.k, hosts_per_rack=args.hosts_per_rack,
-                          sweeps=_names(args.sweeps),
-                          localities=_numbers(args.localities, "--localities"),
-                          loads=_numbers(args.loads, "--loads"), subflows=args.subflows)
 
 
 def oversub_parser() -> argparse.ArgumentParser:
@@ -307,22 +315,8 @@ def oversub_parser() -> argparse.ArgumentParser:
                     "fractions of rack-local flows of the locality sweep")
     p.add_argument("--subflows", type=int, default=d.subflows,
                    help="MPTCP subflows per connection (%(default)s)")
-    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
-    add_link_options(p)
-    add_seed_option(p, d.seed)
-    add_cc_option(p)
-    add_fabric_option(p, d.fabric)
-    add_results_options(p)
+    add_long_flow_options(p, d)
     return p
-
-
-def oversub_config_from_args(argv: list[str]) -> tuple[OversubConfig, argparse.Namespace]:
-    args = oversub_parser().parse_args(argv)
-    return _shared_config(OversubConfig, args, k=args.k, ratio=args.ratio,
-                          sweeps=_names(args.sweeps), matrices=_names(args.matrices),
-                          loads=_numbers(args.loads, "--loads"),
-                          localities=_numbers(args.localities, "--localities"),
-                          subflows=args.subflows)
 
 
 def topologies_parser() -> argparse.ArgumentParser:
@@ -334,21 +328,21 @@ def topologies_parser() -> argparse.ArgumentParser:
                    help=f"comma list of {', '.join(TOPOLOGY_NAMES)} (default all)")
     p.add_argument("--subflows", default=",".join(map(str, d.subflows)),
                    help="comma list of subflow counts, 1 = TCP (default %(default)s)")
-    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
-    p.add_argument("--bw", type=finite, default=d.link.bw_mbps,
-                   help="host link rate in Mb/s (%(default)s; VL2's upper links 4 times it)")
-    p.add_argument("--queue", type=int, default=d.link.queue_pkts, help="queue length in packets (%(default)s)")
-    add_seed_option(p, d.seed)
-    add_cc_option(p)
-    add_fabric_option(p, d.fabric)
-    add_results_options(p)
+    add_long_flow_options(p, d)
     return p
 
 
-def topologies_config_from_args(argv: list[str]) -> tuple[TopologiesConfig, argparse.Namespace]:
-    args = topologies_parser().parse_args(argv)
-    return _shared_config(TopologiesConfig, args, topologies=_names(args.topologies),
-                          subflows=_numbers(args.subflows, "--subflows", int))
+# The long-flow experiments' `argv -> (config, args)`, each from its parser.
+dhft_config_from_args = _long_flow_command(dhft_parser, DhftConfig, lambda a: dict(
+    k=a.k, hosts_per_rack=a.hosts_per_rack, sweeps=_names(a.sweeps),
+    localities=_numbers(a.localities, "--localities"), loads=_numbers(a.loads, "--loads"),
+    subflows=a.subflows))
+oversub_config_from_args = _long_flow_command(oversub_parser, OversubConfig, lambda a: dict(
+    k=a.k, ratio=a.ratio, sweeps=_names(a.sweeps), matrices=_names(a.matrices),
+    loads=_numbers(a.loads, "--loads"), localities=_numbers(a.localities, "--localities"),
+    subflows=a.subflows))
+topologies_config_from_args = _long_flow_command(topologies_parser, TopologiesConfig, lambda a: dict(
+    topologies=_names(a.topologies), subflows=_numbers(a.subflows, "--subflows", int)))
 
 
 def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:

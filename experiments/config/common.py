@@ -2,7 +2,11 @@
 from, the defaults and why, and the checks of common settings."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from pathlib import Path
+
 from base.errors import ConfigError
+from base.links import LinkParams
 from base.platform import btf_has, openvswitch_kernel_datapath
 from kernel.coupled_cc import COUPLED
 
@@ -131,3 +135,20 @@ def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: s
     if fabric not in FABRICS:
         raise ConfigError(f"unknown fabric {fabric!r}: choose one of {', '.join(FABRICS)}")
     check_cc(cc)
+
+
+@dataclass(frozen=True)
+class LongFlowSettings(WarmupFromRate):
+    """What every long-flow experiment on racks (E7, E8, E9) is run with,
+    besides its own sweep: links, run length, seed, fabric, cc, results."""
+    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float = 20.0
+    warmup_s: float | None = None              # None: default_warmup_s(link rate)
+    seed: int = 0
+    fabric: str = "l3"
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+
+    def check_settings(self) -> None:
+        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
+        self.link.validate()

@@ -1,14 +1,12 @@
 """E7's config: the dual-homed FatTree."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.links import LinkParams
-from experiments.config.common import (MAX_SUBFLOWS, WarmupFromRate, machine_cc,
-                                       check_lists_given, check_run_settings)
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
 
 # -- E7: dual-homed FatTree ----------------------------------------------------
 
@@ -42,7 +40,7 @@ class DhftPoint:
 
 
 @dataclass(frozen=True)
-class DhftConfig(WarmupFromRate):
+class DhftConfig(LongFlowSettings):
     """Everything `run_mptcp.sh dhft` was asked to do."""
     k: int = 4
     hosts_per_rack: int | None = None          # None: the paper's round(2k/3)
@@ -52,13 +50,6 @@ class DhftConfig(WarmupFromRate):
     # paper's light loads, where the core is not yet the bottleneck).
     loads: tuple[float, ...] = (0.25, 0.5, 1, 2, 4)
     subflows: int = 8                          # MPTCP's subflows, over both interfaces
-    link: LinkParams = field(default_factory=LinkParams)
-    time_s: float = 20.0
-    warmup_s: float | None = None              # None: default_warmup_s(link rate)
-    seed: int = 0
-    fabric: str = "l3"
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
 
     @property
     def rack_size(self) -> int:
@@ -106,8 +97,7 @@ class DhftConfig(WarmupFromRate):
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
                               "subflows (at least one per interface)")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
-        self.link.validate()
+        self.check_settings()
 
     def points(self) -> list[DhftPoint]:
         """Every run; those on the same topology are adjacent (one network

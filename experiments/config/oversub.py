@@ -1,14 +1,12 @@
 """E8's config: the 4:1 oversubscribed FatTree (paper §4.3.3, Fig. 7-8)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.links import LinkParams
-from experiments.config.common import (MAX_SUBFLOWS, WarmupFromRate, machine_cc,
-                                       check_lists_given, check_run_settings)
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
 
 OVERSUB_SWEEPS = ("load", "locality")
 OVERSUB_MATRICES = ("permutation", "random")     # the load sweep's; locality's is random
@@ -38,7 +36,7 @@ class OversubPoint:
 
 
 @dataclass(frozen=True)
-class OversubConfig(WarmupFromRate):
+class OversubConfig(LongFlowSettings):
     """Everything `run_mptcp.sh oversub` was asked to do."""
     k: int = 4
     ratio: int = 4                                 # hosts per rack over rack uplinks
@@ -49,13 +47,6 @@ class OversubConfig(WarmupFromRate):
     loads: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1, 2)
     localities: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     subflows: int = 4                              # the paper's Fig. 7-8 MPTCP
-    link: LinkParams = field(default_factory=LinkParams)
-    time_s: float = 20.0
-    warmup_s: float | None = None                  # None: default_warmup_s(link rate)
-    seed: int = 0
-    fabric: str = "l3"
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
 
     @property
     def hosts_per_rack(self) -> int:
@@ -95,8 +86,7 @@ class OversubConfig(WarmupFromRate):
                                   f"({self.n_hosts} hosts, at most {OVERSUB_MAX_FLOWS} flows)")
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP needs 2..{MAX_SUBFLOWS}")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
-        self.link.validate()
+        self.check_settings()
 
     def points(self) -> list[OversubPoint]:
         """Every run, on one network; TCP and MPTCP of a matrix side by side."""

@@ -7,8 +7,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (MAX_SUBFLOWS, WarmupFromRate, machine_cc,
-                                       check_run_settings)
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings
 
 # The networks, by name; what each is built as is experiments/topologies.py's.
 TOPOLOGY_NAMES = ("fattree", "vl2", "bcube")
@@ -31,7 +30,7 @@ class TopologyPoint:
 
 
 @dataclass(frozen=True)
-class TopologiesConfig(WarmupFromRate):
+class TopologiesConfig(LongFlowSettings):
     """Everything `run_mptcp.sh topologies` was asked to do."""
     topologies: tuple[str, ...] = TOPOLOGY_NAMES
     subflows: tuple[int, ...] = (1, 2, 3, 4, 6, 8)
@@ -39,12 +38,6 @@ class TopologiesConfig(WarmupFromRate):
     # other; at 10 Mb/s its permutation alone would ask two cores for more
     # packet-hops than FatTree(4)'s sweep does at 10 (README, E9).
     link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
-    time_s: float = 20.0
-    warmup_s: float | None = None
-    seed: int = 0
-    fabric: str = "l3"
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
 
     def validate(self) -> None:
         if not self.topologies:
@@ -60,8 +53,7 @@ class TopologiesConfig(WarmupFromRate):
         if self.fabric != "l3" and "bcube" in self.topologies:
             raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
                               "fabric gives them")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
-        self.link.validate()
+        self.check_settings()
 
     def points(self) -> list[TopologyPoint]:
         return [TopologyPoint(t, n) for t in self.topologies for n in self.subflows]
