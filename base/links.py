@@ -1,5 +1,5 @@
 """Link parameters: what a link is shaped to, and the presets the
-experiments use. In the base layer because topologies (dctopo.py) carry them
+experiments use. In the base layer because topologies (dctopo/) carry them
 as data and every layer above passes them down."""
 from __future__ import annotations
 

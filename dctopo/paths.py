@@ -1,0 +1,81 @@
+"""Small two-path networks: WiFi + 3G between a sender and a receiver, and
+two disjoint bottlenecks with cross traffic on one (TwoPaths)."""
+from __future__ import annotations
+
+from base.links import ACCESS, CELL, WIFI, LinkParams
+from dctopo.base import DCTopo, dpid
+
+
+class WiFi3G(DCTopo):
+    """A multi-homed sender and receiver joined by a WiFi and a 3G path
+    (CS244 '14; Raiciu et al., NSDI 2012, Fig. 4):
+
+        h1-eth0 10.1.0.2 -- s1 (wifi, 10.1.0.1) -- h2-eth0 10.1.1.2
+        h1-eth1 10.2.0.2 -- s2 (3g,   10.2.0.1) -- h2-eth1 10.2.1.2
+
+    h1 sends, h2 receives. Each path is an access link (fast, no delay)
+    followed by the path's own link, which carries its rate, buffer, delay
+    and loss: the buffer is the switch's queue towards h2, where the data
+    waits, and the path's delay is that link's, in both directions. A
+    connection between the wifi addresses uses the wifi path, one between the
+    3G addresses the 3G path; an MPTCP connection opened on wifi adds a
+    subflow between the 3G addresses.
+    """
+
+    def build(self, wifi: LinkParams = WIFI, cell: LinkParams = CELL, access: LinkParams = ACCESS):
+        self.paths = {"wifi": wifi, "3g": cell}
+        h1 = self.addHost("h1", role="host")
+        h2 = self.addHost("h2", role="host")
+        for port, (name, link) in enumerate(self.paths.items()):
+            net = port + 1
+            sw = self.addSwitch(f"s{net}", role=name, dpid=dpid(1, 0, net),
+                                router_id=f"10.{net}.0.1")
+            self.addLink(h1, sw, port1=port, port2=0, params1={"ip": f"10.{net}.0.2/32"},
+                         link=access)
+            self.addLink(sw, h2, port1=1, port2=port, params2={"ip": f"10.{net}.1.2/32"},
+                         link=link)
+
+    def path_addresses(self, path: str) -> tuple[str, str]:
+        """(sender address, receiver address) of a path, "wifi" or "3g"."""
+        net = list(self.paths).index(path) + 1
+        return f"10.{net}.0.2", f"10.{net}.1.2"
+
+
+# BCube's routing tables on hosts, one per starting level, and their rules'
+# priorities (before the per-interface rules every multi-homed host has,
+# 1000 + port, which would send a packet out on its source's own level).
+
+
+class TwoPaths(DCTopo):
+    """Two disjoint paths, each a bottleneck link between two switches:
+
+        h1-eth0 10.1.0.2 -- a0 ==bottleneck 0== b0 -- h2-eth0 10.1.1.2
+        h1-eth1 10.2.0.2 -- a1 ==bottleneck 1== b1 -- h2-eth1 10.2.1.2
+        x1      10.{c+1}.0.3 -- a{c}        b{c} -- x2  10.{c+1}.1.3
+
+    h1 and h2 have one interface on each path; x1 and x2 (cross traffic)
+    sit on path `cross_path` only. Access links are `access`; the two links
+    a_p-b_p are `bottleneck`, in both directions.
+    """
+
+    def build(self, bottleneck: LinkParams = LinkParams(), access: LinkParams = ACCESS,
+              cross_path: int = 0):
+        self.bottleneck = bottleneck
+        h1 = self.addHost("h1", role="host")
+        h2 = self.addHost("h2", role="host")
+        x1 = self.addHost("x1", role="host")
+        x2 = self.addHost("x2", role="host")
+        for path in (0, 1):
+            net = path + 1
+            a = self.addSwitch(f"a{path}", role="edge", dpid=dpid(1, 0, net), router_id=f"10.{net}.0.1")
+            b = self.addSwitch(f"b{path}", role="edge", dpid=dpid(1, 1, net), router_id=f"10.{net}.1.1")
+            self.addLink(h1, a, port1=path, port2=0, params1={"ip": f"10.{net}.0.2/32"}, link=access)
+            self.addLink(b, h2, port1=0, port2=path, params2={"ip": f"10.{net}.1.2/32"}, link=access)
+            self.addLink(a, b, port1=1, port2=1, link=bottleneck)
+            if path == cross_path:
+                self.addLink(x1, a, port1=0, port2=2, params1={"ip": f"10.{net}.0.3/32"}, link=access)
+                self.addLink(b, x2, port1=2, port2=0, params2={"ip": f"10.{net}.1.3/32"}, link=access)
+
+    def path_addresses(self, path: int) -> tuple[str, str]:
+        """(h1's address, h2's address) on a path."""
+        return f"10.{path + 1}.0.2", f"10.{path + 1}.1.2"
