@@ -36,9 +36,6 @@ TOPOLOGIES = {"dhft": DHFT, "perfect": PerfectSwitch}
 class DhftExperiment(RackExperiment):
     name = "dhft"
 
-    def points(self) -> list[DhftPoint]:
-        return self.cfg.points()
-
     def network_key(self, p: DhftPoint) -> str:
         return p.topology
 

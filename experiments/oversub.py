@@ -24,9 +24,6 @@ from experiments.racknet import RackExperiment, RackNetwork
 class OversubExperiment(RackExperiment):
     name = "oversub"
 
-    def points(self) -> list[OversubPoint]:
-        return self.cfg.points()
-
     def network_key(self, p: OversubPoint) -> str:
         return "oversub"
 

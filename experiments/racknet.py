@@ -1,4 +1,4 @@
-"""A network for traffic matrices over racks (E7, E8): each flow on one of
+"""A network for traffic matrices over racks (E7, E8, E9): each flow on one of
 its hosts' interfaces (a plane, on a multi-homed topology), MPTCP's further
 subflows alternating over the planes, and the bytes each interface sent.
 On single-homed hosts there is one plane and every subflow starts from the
@@ -21,7 +21,7 @@ from workloads import TrafficMatrix, make_rack_matrix
 
 class RackNetwork(Network):
     """A topology on a fabric, every host ready for MPTCP. `cfg` is any
-    config with link, cc, seed and fabric (DhftConfig, OversubConfig)."""
+    config with link, cc, seed and fabric (LongFlowSettings, experiments/config/common.py)."""
 
     def __init__(self, topo: DCTopo, cfg):
         super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
@@ -67,6 +67,9 @@ class RackExperiment(Experiment):
     """Runs on RackNetworks: each point (with `workload` and `x`) draws its
     matrix with workloads.make_rack_matrix; a subclass says how many
     subflows a point has and what of its config goes into run.json."""
+
+    def points(self) -> list:
+        return self.cfg.points()
 
     def subflows_of(self, p) -> int:
         raise NotImplementedError

@@ -60,9 +60,6 @@ def describe_topology(topo: DCTopo) -> str:
 class TopologiesExperiment(RackExperiment):
     name = "topologies"
 
-    def points(self) -> list[TopologyPoint]:
-        return self.cfg.points()
-
     def network_key(self, p: TopologyPoint) -> str:
         return p.topology
 

@@ -62,10 +62,14 @@ def available() -> list[str]:
     return AVAILABLE.read_text().split()
 
 
+def bpf_maps() -> list[dict]:
+    """bpftool's record of every BPF map in the kernel now."""
+    return json.loads(run(["bpftool", "-j", "map", "list"], timeout=10).stdout or "[]")
+
+
 def loaded_maps() -> dict[int, str]:
     """Our maps in the kernel now, id -> name, whichever loader made them."""
-    out = run(["bpftool", "-j", "map", "list"], timeout=10).stdout or "[]"
-    return {m["id"]: m["name"] for m in json.loads(out) if m.get("name") in OUR_MAPS}
+    return {m["id"]: m["name"] for m in bpf_maps() if m.get("name") in OUR_MAPS}
 
 
 def kernel_held_note() -> str:
@@ -103,19 +107,20 @@ def open_map_ids() -> dict[int, int]:
 def _coupled_maps() -> list[dict]:
     """bpftool's records of our struct_ops maps: named like an algorithm of
     ours and made from our object (they share its BTF with our globals map)."""
-    maps = json.loads(run(["bpftool", "-j", "map", "list"], timeout=10).stdout or "[]")
+    maps = bpf_maps()
     our_btf = {m.get("btf_id") for m in maps if m.get("name") == BSS_MAP}
     return [m for m in maps if m.get("type") == "struct_ops" and m.get("name") in COUPLED
             and m.get("btf_id") in our_btf]
 
 
-def registered_by() -> dict[str, int | None]:
+def registered_by(maps: list[dict] | None = None) -> dict[str, int | None]:
     """Each of our algorithms registered now -> the pid of a process holding
-    its map (a live loader), or None for an orphan no process holds."""
+    its map (a live loader), or None for an orphan no process holds.
+    `maps`: _coupled_maps() if the caller has read them already."""
     registered = set(available()) & set(COUPLED)
     held = open_map_ids()
     owners: dict[str, int | None] = {}
-    for m in _coupled_maps():
+    for m in _coupled_maps() if maps is None else maps:
         if m["name"] in registered:
             owners[m["name"]] = owners.get(m["name"]) or held.get(m["id"])
     return owners
@@ -126,8 +131,9 @@ def remove_orphans() -> list[str]:
     killed with SIGKILL; see the module's docstring) and return their names.
     Every struct_ops map of such a name is tried: older maps of it may be
     in the kernel unregistered, and deleting their element just fails."""
-    orphans = sorted(n for n, pid in registered_by().items() if pid is None)
-    for m in _coupled_maps():
+    maps = _coupled_maps()
+    orphans = sorted(n for n, pid in registered_by(maps).items() if pid is None)
+    for m in maps:
         if m["name"] in orphans:
             run(["bpftool", "struct_ops", "unregister", "id", str(m["id"])], timeout=10,
                 check=False)
