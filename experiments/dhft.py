@@ -22,7 +22,6 @@ the iperf3 logs, one folder per point.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from dctopo import DHFT, PerfectSwitch
 from experiments.config import DhftPoint
@@ -35,6 +34,7 @@ TOPOLOGIES = {"dhft": DHFT, "perfect": PerfectSwitch}
 
 class DhftExperiment(RackExperiment):
     name = "dhft"
+    MPTCP_SCHEMES = ("mptcp_dhft",)
 
     def network_key(self, p: DhftPoint) -> str:
         return p.topology
@@ -52,12 +52,6 @@ class DhftExperiment(RackExperiment):
         what = f"{p.x:.0%} rack-local" if p.sweep == "locality" else f"{p.x:g} connections per host"
         return (f"dhft{self.cfg.k} {p.sweep} {SCHEME_LABELS[p.scheme]}, {what}, "
                 f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up")
-
-    def run_dir(self, p: DhftPoint) -> Path:
-        return p.run_dir(self.cfg.results, self.cfg.k)
-
-    def subflows_of(self, p: DhftPoint) -> int:
-        return self.cfg.subflows if p.scheme == "mptcp_dhft" else 1
 
     def config_record(self, net: RackNetwork, p: DhftPoint, subflows: int) -> dict:
         cfg = self.cfg

@@ -14,7 +14,6 @@ cpu.csv and the driver's logs, one folder per run.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from dctopo import FatTree
 from experiments.config import OversubPoint
@@ -23,6 +22,7 @@ from experiments.racknet import RackExperiment, RackNetwork
 
 class OversubExperiment(RackExperiment):
     name = "oversub"
+    MPTCP_SCHEMES = ("mptcp",)
 
     def network_key(self, p: OversubPoint) -> str:
         return "oversub"
@@ -41,12 +41,6 @@ class OversubExperiment(RackExperiment):
         scheme = f"MPTCP-{self.cfg.subflows}" if p.scheme == "mptcp" else "TCP"
         return (f"oversub{self.cfg.k} {p.sweep} {scheme}, {what}, "
                 f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up")
-
-    def run_dir(self, p: OversubPoint) -> Path:
-        return p.run_dir(self.cfg.results, self.cfg.k)
-
-    def subflows_of(self, p: OversubPoint) -> int:
-        return self.cfg.subflows if p.scheme == "mptcp" else 1
 
     def config_record(self, net: RackNetwork, p: OversubPoint, subflows: int) -> dict:
         cfg = self.cfg

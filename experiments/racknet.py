@@ -66,13 +66,21 @@ class RackNetwork(Network):
 class RackExperiment(Experiment):
     """Runs on RackNetworks: each point (with `workload` and `x`) draws its
     matrix with workloads.make_rack_matrix; a subclass says how many
-    subflows a point has and what of its config goes into run.json."""
+    subflows a point has and what of its config goes into run.json.
+
+    By default a point's scheme says whether it runs MPTCP (a name in
+    MPTCP_SCHEMES, with the config's `subflows`) and its folder is named
+    from the config's results and arity k."""
+    MPTCP_SCHEMES: tuple[str, ...] = ()
 
     def points(self) -> list:
         return self.cfg.points()
 
+    def run_dir(self, p) -> Path:
+        return p.run_dir(self.cfg.results, self.cfg.k)
+
     def subflows_of(self, p) -> int:
-        raise NotImplementedError
+        return self.cfg.subflows if p.scheme in self.MPTCP_SCHEMES else 1
 
     def config_record(self, net: RackNetwork, p, subflows: int) -> dict:
         raise NotImplementedError

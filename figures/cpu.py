@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from figures.runs import (FLAG_COLOR, Run, flag_text, save_figure, subflow_color, subflow_label,
-                          sweep)
+                          sweep, tagged_lines)
 from figures.samples import CpuStats
 
 
@@ -20,13 +20,10 @@ def k_color(i: int):
 def drawn_cpu(fig) -> dict[str, dict[int, dict[int, float]]]:
     """Read back both panels: {'by_k': {subflows: {k: %}}, 'by_subflows': {k: {subflows: %}}}."""
     out: dict[str, dict[int, dict[int, float]]] = {"by_k": {}, "by_subflows": {}}
-    for ax in fig.axes:
-        for line in ax.lines:
-            gid = line.get_gid() or ""
-            if gid.startswith("cpu:"):
-                panel, key = gid[4:].split(":")
-                out[panel][int(key)] = {round(x): float(y) for x, y in zip(line.get_xdata(), line.get_ydata())
-                                        if np.isfinite(y)}
+    for tag, line in tagged_lines(fig, "cpu"):
+        panel, key = tag.split(":")
+        out[panel][int(key)] = {round(x): float(y) for x, y in zip(line.get_xdata(), line.get_ydata())
+                                if np.isfinite(y)}
     return out
 
 

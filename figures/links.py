@@ -6,7 +6,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from figures.runs import (Run, gaps_text, run_label, save_figure, subflow_color, title,
-                          window_text)
+                          tagged_lines, window_text)
 
 PANELS = (("all", "Every switch port"), ("core", "Core switch ports (core→agg)"),
           ("aggregation", "Aggregation switch ports (→edge, →core)"),
@@ -16,12 +16,9 @@ PANELS = (("all", "Every switch port"), ("core", "Core switch ports (core→agg)
 def drawn_lines(fig) -> dict[str, dict[int, list[float]]]:
     """Read back what the figure shows: {panel: {subflows: utilisations}}."""
     out: dict[str, dict[int, list[float]]] = {}
-    for ax in fig.axes:
-        for line in ax.lines:
-            gid = line.get_gid() or ""
-            if gid.startswith("util:"):
-                panel, n = gid[5:].rsplit(":", 1)
-                out.setdefault(panel, {})[int(n)] = [float(y) for y in line.get_ydata()]
+    for key, line in tagged_lines(fig, "util"):
+        panel, n = key.rsplit(":", 1)
+        out.setdefault(panel, {})[int(n)] = [float(y) for y in line.get_ydata()]
     return out
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from figures.runs import FLAG_COLOR, Run, gaps_text, run_label, save_figure, title
+from figures.runs import FLAG_COLOR, Run, gaps_text, run_label, save_figure, tagged_lines, title
 from figures.samples import Backlog
 
 CORE_COLOR, BUSIEST_COLOR = "#1f77b4", "#ff7f0e"
@@ -30,12 +30,9 @@ def choose(available: list[int], requested: list[int] | None) -> tuple[list[int]
 def drawn_queues(fig) -> dict[int, dict[str, list[float]]]:
     """Read back the panels: {subflows: {series: backlog values}}."""
     out: dict[int, dict[str, list[float]]] = {}
-    for ax in fig.axes:
-        for line in ax.lines:
-            gid = line.get_gid() or ""
-            if gid.startswith("queue:"):
-                n, series = gid[6:].split(":", 1)
-                out.setdefault(int(n), {})[series] = [float(y) for y in line.get_ydata()]
+    for key, line in tagged_lines(fig, "queue"):
+        n, series = key.split(":", 1)
+        out.setdefault(int(n), {})[series] = [float(y) for y in line.get_ydata()]
     return out
 
 

@@ -231,6 +231,16 @@ def read_back(fig, data: dict) -> Drawn:
     return Drawn(data, [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()])
 
 
+def tagged_lines(fig, tag: str):
+    """(what follows "tag:" in its gid, line) for every line of the figure
+    drawn with such a gid: how the readouts find the series they check."""
+    for ax in fig.axes:
+        for line in ax.lines:
+            gid = line.get_gid() or ""
+            if gid.startswith(tag + ":"):
+                yield gid[len(tag) + 1:], line
+
+
 def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
                 reserve: float = 0.05, dpi: int = 110) -> Drawn:
     """Write the notes (gaps, skipped runs) along the bottom, keeping

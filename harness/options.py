@@ -82,6 +82,12 @@ def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
                                                               else f"{default})"))
 
 
+def add_name_list(p: argparse.ArgumentParser, flag: str, names, choices, what: str = "") -> None:
+    """A comma list of names from `choices`; by default the names given."""
+    p.add_argument(flag, default=",".join(names),
+                   help=f"{what}comma list of {', '.join(choices)} (default all)")
+
+
 def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) -> None:
     """A comma list of numbers: a sweep's points."""
     p.add_argument(flag, default=",".join(f"{x:g}" for x in values), help=f"{what} (default %(default)s)")
@@ -90,6 +96,18 @@ def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) ->
 def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...],
+                           subflows_where: str = "") -> None:
+    """The arity, the locality and load sweeps of E7 and E8, then the long-flow options."""
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    add_name_list(p, "--sweeps", d.sweeps, sweeps)
+    add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
+    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help=f"MPTCP subflows per connection{subflows_where} (%(default)s)")
+    add_long_flow_options(p, d)
 
 
 def add_long_flow_options(p: argparse.ArgumentParser, d) -> None:
@@ -190,8 +208,7 @@ def wifi3g_parser() -> argparse.ArgumentParser:
     d = Wifi3GConfig()
     p = OneLineParser(prog=f"{PROG} wifi3g",
                       description="E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
-    p.add_argument("--sweeps", default=",".join(d.sweeps),
-                   help=f"comma list of {', '.join(WIFI3G_SWEEPS)} (default all)")
+    add_name_list(p, "--sweeps", d.sweeps, WIFI3G_SWEEPS)
     p.add_argument("--buffers", default=",".join(map(str, d.buffers_kb)),
                    help="receive buffers of the buffer sweep, KB (default %(default)s)")
     p.add_argument("--buffer", type=int, default=d.fixed_buffer_kb,
@@ -283,16 +300,9 @@ def dhft_parser() -> argparse.ArgumentParser:
     d = DhftConfig()
     p = OneLineParser(prog=f"{PROG} dhft",
                       description="E7: dual-homed FatTree, throughput against locality and load.")
-    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
     p.add_argument("--hosts-per-rack", type=int, default=None,
                    help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
-    p.add_argument("--sweeps", default=",".join(d.sweeps),
-                   help=f"comma list of {', '.join(DHFT_SWEEPS)} (default all)")
-    add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
-    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
-    add_long_flow_options(p, d)
+    add_rack_sweep_options(p, d, DHFT_SWEEPS, ", split over both interfaces")
     return p
 
 
@@ -301,21 +311,11 @@ def oversub_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=f"{PROG} oversub",
                       description="E8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP "
                                   "against load and locality (paper Fig. 7-8).")
-    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
     p.add_argument("--ratio", type=int, default=d.ratio,
                    help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple "
                         "(%(default)s)")
-    p.add_argument("--sweeps", default=",".join(d.sweeps),
-                   help=f"comma list of {', '.join(OVERSUB_SWEEPS)} (default all)")
-    p.add_argument("--matrices", default=",".join(d.matrices),
-                   help=f"the load sweep's matrices, comma list of {', '.join(OVERSUB_MATRICES)} "
-                        "(default all)")
-    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
-    add_number_list(p, "--localities", d.localities,
-                    "fractions of rack-local flows of the locality sweep")
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help="MPTCP subflows per connection (%(default)s)")
-    add_long_flow_options(p, d)
+    add_name_list(p, "--matrices", d.matrices, OVERSUB_MATRICES, "the load sweep's matrices, ")
+    add_rack_sweep_options(p, d, OVERSUB_SWEEPS)
     return p
 
 
@@ -324,8 +324,7 @@ def topologies_parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog=f"{PROG} topologies",
                       description="E9: FatTree, VL2 and BCube under a permutation, TCP against "
                                   "MPTCP (paper Fig. 4-5).")
-    p.add_argument("--topologies", default=",".join(d.topologies),
-                   help=f"comma list of {', '.join(TOPOLOGY_NAMES)} (default all)")
+    add_name_list(p, "--topologies", d.topologies, TOPOLOGY_NAMES)
     p.add_argument("--subflows", default=",".join(map(str, d.subflows)),
                    help="comma list of subflow counts, 1 = TCP (default %(default)s)")
     add_long_flow_options(p, d)

@@ -9,7 +9,7 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, WarmupFromRate,
-                                       check_cc, check_run_settings)
+                                       check_cc, check_choices, check_run_settings)
 from experiments.config.fattree import SweepConfig
 
 # -- E5 and E6: congestion controls on the permutation, without and with a hot spot
@@ -57,11 +57,7 @@ class CcCompareConfig(WarmupFromRate):
             raise ConfigError(f"unknown experiment {self.experiment!r}")
         if self.k not in (4, 6, 8):
             raise ConfigError(f"--k {self.k}: the comparison runs on FatTree(4), (6) or (8)")
-        if not self.schemes:
-            raise ConfigError("--schemes: give at least one of " + ", ".join(CC_SCHEMES))
-        for s in self.schemes:
-            if s not in CC_SCHEMES:
-                raise ConfigError(f"unknown scheme {s!r}: choose from {', '.join(CC_SCHEMES)}")
+        check_choices("--schemes", "scheme", self.schemes, CC_SCHEMES)
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP schemes need 2..{MAX_SUBFLOWS} "
                               "subflows")

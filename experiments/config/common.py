@@ -112,6 +112,25 @@ def default_fabric() -> tuple[str, str]:
     return "l3", FABRIC_DEFAULT_WHY[openvswitch_kernel_datapath()]
 
 
+def check_choices(flag: str, what: str, given, choices) -> None:
+    """A list option names at least one thing, and only things it may name."""
+    if not given:
+        raise ConfigError(f"{flag}: give at least one of " + ", ".join(choices))
+    for g in given:
+        if g not in choices:
+            raise ConfigError(f"unknown {what} {g!r}: choose from {', '.join(choices)}")
+
+
+def check_subflow_counts(counts) -> None:
+    """--subflows as a list of counts, 1 meaning plain TCP."""
+    if not counts:
+        raise ConfigError("--subflows: give at least one subflow count")
+    for n in counts:
+        if not 1 <= n <= MAX_SUBFLOWS:
+            raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
+                              f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
+
+
 def check_lists_given(sweeps, lists: dict) -> None:
     """Every sweep asked for has at least one value to run."""
     for sweep in sweeps:

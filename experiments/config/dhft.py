@@ -6,7 +6,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices, check_lists_given
 
 # -- E7: dual-homed FatTree ----------------------------------------------------
 
@@ -73,11 +73,7 @@ class DhftConfig(LongFlowSettings):
             raise ConfigError(f"--k {self.k}: DHFT needs k divisible by 4, 4 or 8")
         if not 2 <= self.rack_size <= 16:
             raise ConfigError(f"--hosts-per-rack {self.rack_size}: must be within 2..16")
-        for s in self.sweeps:
-            if s not in DHFT_SWEEPS:
-                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(DHFT_SWEEPS)}")
-        if not self.sweeps:
-            raise ConfigError("--sweeps: give at least one of " + ", ".join(DHFT_SWEEPS))
+        check_choices("--sweeps", "sweep", self.sweeps, DHFT_SWEEPS)
         check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
                                        "load": ("--loads", self.loads)})
         racks = self.racks()

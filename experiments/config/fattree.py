@@ -11,7 +11,8 @@ from base.errors import ConfigError
 from base.links import LinkParams
 from experiments.config.common import (WORKLOADS, DRIVERS, MAX_SUBFLOWS, WARMUP_S_AT_10MBPS,
                                        RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s, WarmupFromRate,
-                                       machine_cc, check_run_settings, WARMUP_MAX_S)
+                                       machine_cc, check_run_settings, check_subflow_counts,
+                                       WARMUP_MAX_S)
 
 @dataclass(frozen=True)
 class RunConfig:
@@ -105,12 +106,7 @@ class SweepConfig(WarmupFromRate):
         for w in self.workloads:
             if w not in WORKLOADS:
                 raise ConfigError(f"unknown workload {w!r}: choose one of {', '.join(WORKLOADS)} or all")
-        if not self.subflows:
-            raise ConfigError("--subflows: give at least one subflow count")
-        for n in self.subflows:
-            if not 1 <= n <= MAX_SUBFLOWS:
-                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS} "
-                                  f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
+        check_subflow_counts(self.subflows)
         check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, self.seed)
         if self.driver not in DRIVERS:
             raise ConfigError(f"unknown driver {self.driver!r}: choose one of {', '.join(DRIVERS)}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices, check_lists_given
 
 OVERSUB_SWEEPS = ("load", "locality")
 OVERSUB_MATRICES = ("permutation", "random")     # the load sweep's; locality's is random
@@ -62,20 +62,11 @@ class OversubConfig(LongFlowSettings):
         if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
             raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
                               f"(k={self.k} gives {self.n_hosts})")
-        if not self.sweeps:
-            raise ConfigError("--sweeps: give at least one of " + ", ".join(OVERSUB_SWEEPS))
-        for s in self.sweeps:
-            if s not in OVERSUB_SWEEPS:
-                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(OVERSUB_SWEEPS)}")
+        check_choices("--sweeps", "sweep", self.sweeps, OVERSUB_SWEEPS)
         check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
                                        "load": ("--loads", self.loads)})
         if "load" in self.sweeps:
-            if not self.matrices:
-                raise ConfigError("--matrices: give at least one of " + ", ".join(OVERSUB_MATRICES))
-            for m in self.matrices:
-                if m not in OVERSUB_MATRICES:
-                    raise ConfigError(f"unknown matrix {m!r}: choose from "
-                                      f"{', '.join(OVERSUB_MATRICES)}")
+            check_choices("--matrices", "matrix", self.matrices, OVERSUB_MATRICES)
         for x in self.localities:
             if not 0 <= x <= 1:
                 raise ConfigError(f"--localities {x:g}: a locality is a fraction within 0..1")

@@ -7,7 +7,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings
+from experiments.config.common import LongFlowSettings, check_choices, check_subflow_counts
 
 # The networks, by name; what each is built as is experiments/topologies.py's.
 TOPOLOGY_NAMES = ("fattree", "vl2", "bcube")
@@ -40,16 +40,8 @@ class TopologiesConfig(LongFlowSettings):
     link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
 
     def validate(self) -> None:
-        if not self.topologies:
-            raise ConfigError("--topologies: give at least one of " + ", ".join(TOPOLOGY_NAMES))
-        for t in self.topologies:
-            if t not in TOPOLOGY_NAMES:
-                raise ConfigError(f"unknown topology {t!r}: choose from {', '.join(TOPOLOGY_NAMES)}")
-        if not self.subflows:
-            raise ConfigError("--subflows: give at least one subflow count")
-        for n in self.subflows:
-            if not 1 <= n <= MAX_SUBFLOWS:
-                raise ConfigError(f"--subflows {n}: subflow counts must be within 1..{MAX_SUBFLOWS}")
+        check_choices("--topologies", "topology", self.topologies, TOPOLOGY_NAMES)
+        check_subflow_counts(self.subflows)
         if self.fabric != "l3" and "bcube" in self.topologies:
             raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
                               "fabric gives them")

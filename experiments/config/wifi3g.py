@@ -8,7 +8,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import CELL, WIFI, LinkParams
-from experiments.config.common import machine_cc, check_cc, check_lists_given, check_seed
+from experiments.config.common import machine_cc, check_cc, check_choices, check_lists_given, check_seed
 
 # -- E4: WiFi + 3G -------------------------------------------------------------
 
@@ -59,11 +59,7 @@ class Wifi3GConfig:
     cell: LinkParams = CELL
 
     def validate(self) -> None:
-        if not self.sweeps:
-            raise ConfigError("--sweeps: give at least one of " + ", ".join(WIFI3G_SWEEPS))
-        for s in self.sweeps:
-            if s not in WIFI3G_SWEEPS:
-                raise ConfigError(f"unknown sweep {s!r}: choose from {', '.join(WIFI3G_SWEEPS)}")
+        check_choices("--sweeps", "sweep", self.sweeps, WIFI3G_SWEEPS)
         for kb in (*self.buffers_kb, self.fixed_buffer_kb):
             if not 4 <= kb <= 65536:
                 raise ConfigError(f"receive buffer {kb} KB: must be within 4..65536 KB")
