@@ -35,8 +35,9 @@ from harness.options import (EXIT_BAD_INPUT, PROG, cc_compare_config_from, cc_co
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: how it reads its options, what its preflight checks, and
-    how it runs once the machine is ours (returns the exit status)."""
+    """A subcommand: its parser, how it reads its options, what its preflight
+    checks, and how it runs once the machine is ours (returns the exit status)."""
+    parser: Callable[[], argparse.ArgumentParser]
     config_from: Callable[[list[str]], tuple]
     run: Callable[[object], int]
     delay: bool = False                     # its links have delay or loss
@@ -75,27 +76,27 @@ def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
 
 
 COMMANDS = {
-    None: Command(config_from_args, _run_fattree),
-    "wifi3g": Command(wifi3g_config_from_args, _run_experiment("experiments.wifi3g", "Wifi3GExperiment"),
-                      delay=True),
-    "dhft": Command(dhft_config_from_args, _run_experiment("experiments.dhft", "DhftExperiment")),
-    "oversub": Command(oversub_config_from_args,
+    None: Command(parser, config_from_args, _run_fattree),
+    "wifi3g": Command(wifi3g_parser, wifi3g_config_from_args,
+                      _run_experiment("experiments.wifi3g", "Wifi3GExperiment"), delay=True),
+    "dhft": Command(dhft_parser, dhft_config_from_args,
+                    _run_experiment("experiments.dhft", "DhftExperiment")),
+    "oversub": Command(oversub_parser, oversub_config_from_args,
                        _run_experiment("experiments.oversub", "OversubExperiment")),
-    "topologies": Command(topologies_config_from_args,
+    "topologies": Command(topologies_parser, topologies_config_from_args,
                           _run_experiment("experiments.topologies", "TopologiesExperiment")),
-    "algorithms": Command(cc_compare_config_from("algorithms"),
+    "algorithms": Command(lambda: cc_compare_parser("algorithms"), cc_compare_config_from("algorithms"),
                           _run_experiment("experiments.algorithms", "CcCompareExperiment")),
-    "hotspot": Command(cc_compare_config_from("hotspot"),
+    "hotspot": Command(lambda: cc_compare_parser("hotspot"), cc_compare_config_from("hotspot"),
                        _run_experiment("experiments.algorithms", "CcCompareExperiment")),
-    "model": Command(model_config_from_args, _run_model, machine=False),
+    "model": Command(model_parser, model_config_from_args, _run_model, machine=False),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)
 
 
 def _options_with_values() -> set[str]:
     """Every option of every subcommand that takes a value."""
-    parsers = [parser(), wifi3g_parser(), dhft_parser(), cc_compare_parser("hotspot"), model_parser(),
-               oversub_parser(), topologies_parser()]
+    parsers = [command.parser() for command in COMMANDS.values()]
     return {opt for p in parsers for a in p._actions if a.option_strings and a.nargs is None
             and not isinstance(a, argparse._StoreConstAction) for opt in a.option_strings}
 

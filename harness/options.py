@@ -30,6 +30,11 @@ class OneLineParser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
+def subcommand_parser(name: str, description: str) -> OneLineParser:
+    """The parser of `run_mptcp.sh NAME`."""
+    return OneLineParser(prog=f"{PROG} {name}", description=description)
+
+
 def finite(text: str) -> float:
     """argparse type: a float that is a number (float() also takes nan and inf)."""
     try:
@@ -206,8 +211,7 @@ def check_size(cfg: SweepConfig) -> None:
 
 def wifi3g_parser() -> argparse.ArgumentParser:
     d = Wifi3GConfig()
-    p = OneLineParser(prog=f"{PROG} wifi3g",
-                      description="E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
+    p = subcommand_parser("wifi3g", "E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
     add_name_list(p, "--sweeps", d.sweeps, WIFI3G_SWEEPS)
     p.add_argument("--buffers", default=",".join(map(str, d.buffers_kb)),
                    help="receive buffers of the buffer sweep, KB (default %(default)s)")
@@ -277,8 +281,7 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
 
 def model_parser() -> argparse.ArgumentParser:
     d = ModelConfig()
-    p = OneLineParser(prog=f"{PROG} model",
-                      description="Paper Fig. 6: the subflow model's load variance, computed (no network).")
+    p = subcommand_parser("model", "Paper Fig. 6: the subflow model's load variance, computed (no network).")
     p.add_argument("--k", default=",".join(map(str, d.ks)),
                    help="comma list of FatTree arities (default %(default)s)")
     p.add_argument("--subflows-max", type=int, default=d.max_subflows,
@@ -298,8 +301,7 @@ def model_config_from_args(argv: list[str]) -> tuple[ModelConfig, argparse.Names
 
 def dhft_parser() -> argparse.ArgumentParser:
     d = DhftConfig()
-    p = OneLineParser(prog=f"{PROG} dhft",
-                      description="E7: dual-homed FatTree, throughput against locality and load.")
+    p = subcommand_parser("dhft", "E7: dual-homed FatTree, throughput against locality and load.")
     p.add_argument("--hosts-per-rack", type=int, default=None,
                    help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
     add_rack_sweep_options(p, d, DHFT_SWEEPS, ", split over both interfaces")
@@ -308,9 +310,8 @@ def dhft_parser() -> argparse.ArgumentParser:
 
 def oversub_parser() -> argparse.ArgumentParser:
     d = OversubConfig()
-    p = OneLineParser(prog=f"{PROG} oversub",
-                      description="E8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP "
-                                  "against load and locality (paper Fig. 7-8).")
+    p = subcommand_parser("oversub", "E8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP "
+                          "against load and locality (paper Fig. 7-8).")
     p.add_argument("--ratio", type=int, default=d.ratio,
                    help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple "
                         "(%(default)s)")
@@ -321,9 +322,8 @@ def oversub_parser() -> argparse.ArgumentParser:
 
 def topologies_parser() -> argparse.ArgumentParser:
     d = TopologiesConfig()
-    p = OneLineParser(prog=f"{PROG} topologies",
-                      description="E9: FatTree, VL2 and BCube under a permutation, TCP against "
-                                  "MPTCP (paper Fig. 4-5).")
+    p = subcommand_parser("topologies", "E9: FatTree, VL2 and BCube under a permutation, TCP against "
+                          "MPTCP (paper Fig. 4-5).")
     add_name_list(p, "--topologies", d.topologies, TOPOLOGY_NAMES)
     p.add_argument("--subflows", default=",".join(map(str, d.subflows)),
                    help="comma list of subflow counts, 1 = TCP (default %(default)s)")
@@ -347,10 +347,9 @@ topologies_config_from_args = _long_flow_command(topologies_parser, TopologiesCo
 def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
     d = CcCompareConfig(experiment=experiment)
     hot = experiment == "hotspot"
-    p = OneLineParser(
-        prog=f"{PROG} {experiment}",
-        description=("E6: a core link at a tenth of its rate mid-run, per congestion control."
-                     if hot else "E5: congestion controls compared on FatTree one_to_one."))
+    p = subcommand_parser(experiment,
+                          "E6: a core link at a tenth of its rate mid-run, per congestion control."
+                          if hot else "E5: congestion controls compared on FatTree one_to_one.")
     p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
     p.add_argument("--schemes", default=None,
                    help=f"comma list of {', '.join(CC_SCHEMES)} (default all that this kernel can run)")
