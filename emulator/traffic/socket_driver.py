@@ -32,16 +32,20 @@ DRAIN_S = 10.0
 RELEASE_LEAD_S = 0.2
 
 
-class _Child:
-    """A flowgen process: JSON lines in and out, each read with a deadline."""
+class JsonLinesChild:
+    """A driver process of ours (flowgen, transfergen): JSON lines in and
+    out, each read with a deadline."""
 
-    def __init__(self, procs: ProcessTracker, role: str, log: Path):
+    def __init__(self, procs: ProcessTracker, role: str, log: Path,
+                 module: str = "emulator.traffic.flowgen"):
         # -P: the caller's working folder must not come first on the path.
         env = dict(os.environ, PYTHONPATH=str(REPO))
+        name = module.rsplit(".", 1)[1]
+        argv = [sys.executable, "-P", "-m", module] + ([role] if role else [])
         with open(log, "wb") as err:
-            self.proc = procs.spawn(f"flowgen {role}", [sys.executable, "-P", "-m", "emulator.traffic.flowgen", role],
-                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env)
-        self.role = role
+            self.proc = procs.spawn(f"{name} {role}".strip(), argv, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=err, env=env)
+        self.role = f"{name} {role}".strip()
         self.log = log
         self._partial = b""
 
@@ -50,7 +54,7 @@ class _Child:
             self.proc.stdin.write((json.dumps(command) + "\n").encode())
             self.proc.stdin.flush()
         except BrokenPipeError:
-            raise TrafficError(f"flowgen {self.role} exited early: {self._log_tail()}") from None
+            raise TrafficError(f"{self.role} exited early: {self._log_tail()}") from None
 
     def hear(self, timeout: float) -> dict | None:
         """The next line it prints, or None if none comes within `timeout`."""
@@ -62,7 +66,7 @@ class _Child:
                 return None
             data = os.read(fd, 1 << 20)
             if not data:
-                raise TrafficError(f"flowgen {self.role} exited: {self._log_tail()}")
+                raise TrafficError(f"{self.role} exited: {self._log_tail()}")
             self._partial += data
         line, self._partial = self._partial.split(b"\n", 1)
         return json.loads(line)
@@ -96,7 +100,7 @@ class SocketDriver(TrafficDriver):
         not wait); `on_started` is called at the release."""
         total_s = warmup_s + time_s
         logdir.mkdir(parents=True, exist_ok=True)
-        receiver = _Child(self.procs, "receive", logdir / "flowgen-receive.log")
+        receiver = JsonLinesChild(self.procs, "receive", logdir / "flowgen-receive.log")
         sender = None
         try:
             receiver.tell({"mptcp": mptcp, "flows": [
@@ -106,7 +110,7 @@ class SocketDriver(TrafficDriver):
                 raise TrafficError(f"flowgen receiver not listening after {LISTEN_TIMEOUT_S} s")
             if on_starting:
                 on_starting()
-            sender = _Child(self.procs, "send", logdir / "flowgen-send.log")
+            sender = JsonLinesChild(self.procs, "send", logdir / "flowgen-send.log")
             sender.tell({"mptcp": mptcp, "connect_timeout_s": CONNECT_TIMEOUT_S, "flows": [
                 {"index": f.index, "ns_pid": self.fabric.pid(f.src), "src_ip": f.src_ip,
                  "client_port": f.client_port, "dst_ip": f.dst_ip, "server_port": f.server_port}

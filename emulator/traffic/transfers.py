@@ -1,0 +1,106 @@
+"""Transfers of a given size at given times (emulator/traffic/transfergen.py):
+what short flows and file transfers are measured by, their completion time.
+
+    driver = TransferDriver(fabric, procs)
+    outcomes = driver.run([Transfer(0, "h1", "h2", "10.1.0.2", "10.1.1.2",
+                                    20000, 5201, at_s=0.0, size=70_000)],
+                          mptcp=False, logdir=folder)
+    outcomes[0].completion_s
+
+A transfer's completion time runs from the moment its connection is opened
+to the moment the receiving side has its last byte, on the one monotonic
+clock of the machine. For MPTCP, register each transfer's client port with
+the path manager (kernel.mptcp_pm.UserspacePM.expand) before run().
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from base.procs import ProcessTracker
+from emulator.traffic.common import LISTEN_TIMEOUT_S, TrafficError
+from emulator.traffic.socket_driver import JsonLinesChild
+
+# Both sides get the schedule this long before the first start.
+RELEASE_LEAD_S = 0.2
+# A transfer still running this long after its start is ended as "timed out".
+TRANSFER_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Transfer:
+    index: int
+    src: str                # host names
+    dst: str
+    src_ip: str
+    dst_ip: str
+    client_port: int
+    server_port: int
+    at_s: float             # start, seconds after the release
+    size: int               # bytes
+
+
+@dataclass(frozen=True)
+class TransferOutcome:
+    transfer: Transfer
+    start_s: float | None           # seconds after the release
+    connected_s: float | None
+    first_byte_s: float | None      # the receiving side has the header
+    last_byte_s: float | None       # ... and every byte
+    acked_s: float | None           # the sender has the receiver's answer
+    received: int
+    subflows: int | None            # MPTCP_INFO at the answer: initial + joins opened (in progress too)
+    error: str | None
+
+    @property
+    def completion_s(self) -> float | None:
+        """Connection opened to last byte received; None if it never completed."""
+        if self.error or self.start_s is None or self.last_byte_s is None:
+            return None
+        return self.last_byte_s - self.start_s
+
+
+class TransferDriver:
+    def __init__(self, fabric, procs: ProcessTracker):
+        self.fabric = fabric
+        self.procs = procs
+
+    def run(self, transfers: list[Transfer], mptcp: bool, logdir: Path,
+            timeout_s: float = TRANSFER_TIMEOUT_S) -> list[TransferOutcome]:
+        """Run every transfer at its time; return when all have ended."""
+        logdir.mkdir(parents=True, exist_ok=True)
+        # An MPTCP server listens on every address: a join arrives at the
+        # address of the path it opens (a listener bound to one address
+        # answers a join to another with a reset).
+        servers = sorted({(t.dst, "0.0.0.0" if mptcp else t.dst_ip, t.server_port) for t in transfers})
+        child = JsonLinesChild(self.procs, "", logdir / "transfergen.log",
+                               module="emulator.traffic.transfergen")
+        try:
+            child.tell({"mptcp": mptcp, "timeout_s": timeout_s,
+                        "servers": [{"ns_pid": self.fabric.pid(host), "ip": ip, "port": port}
+                                    for host, ip, port in servers],
+                        "transfers": [{"index": t.index, "ns_pid": self.fabric.pid(t.src),
+                                       "src_ip": t.src_ip, "client_port": t.client_port,
+                                       "dst_ip": t.dst_ip, "server_port": t.server_port,
+                                       "at_s": t.at_s, "bytes": t.size} for t in transfers]})
+            if child.hear(LISTEN_TIMEOUT_S) is None:
+                raise TrafficError(f"transfergen not listening after {LISTEN_TIMEOUT_S} s")
+            child.tell({"t0": time.monotonic() + RELEASE_LEAD_S})
+            last_start = max((t.at_s for t in transfers), default=0.0)
+            report = child.hear(RELEASE_LEAD_S + last_start + timeout_s + 10.0)
+            if report is None:
+                raise TrafficError("transfergen did not report its transfers in time")
+        finally:
+            self.procs.stop([child.proc])
+        (logdir / "transfers.json").write_text(json.dumps(report))
+        by_index = {r["index"]: r for r in report["transfers"]}
+        return [_outcome(t, by_index.get(t.index)) for t in transfers]
+
+
+def _outcome(t: Transfer, r: dict | None) -> TransferOutcome:
+    if r is None:
+        return TransferOutcome(t, None, None, None, None, None, 0, None, "no result reported")
+    return TransferOutcome(t, r["start_s"], r["connected_s"], r["first_byte_s"], r["last_byte_s"],
+                           r["acked_s"], r["received"], r["subflows"], r["error"])
