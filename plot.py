@@ -32,6 +32,9 @@ over TCP's on the 4:1 oversubscribed FatTree against load and locality;
 paper Fig 7, 8); from RESULTS_DIR/topologies/<topology>/permutation/flows<N>/run.json
 (E9) topologies-subflows.png and topologies-rank.png (goodput per flow on
 FatTree, VL2 and BCube against subflows, and ranked; paper Fig 4, 5); from
+RESULTS_DIR/filesize/<link>/<scheme>/<size>pkts/run.json filesize-<link>.png
+(set-up and transfer time of one file, TCP against MPTCP over two paths,
+against size; paper Fig 17); from
 RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
 algorithms<k>.png (each flow's throughput and core and access link loss
 rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
@@ -73,6 +76,7 @@ from figures import dhft as dhft_fig  # noqa: E402
 from figures import model as model_fig  # noqa: E402
 from figures import oversub as oversub_fig  # noqa: E402
 from figures import topologies as topologies_fig  # noqa: E402
+from figures import filesize as filesize_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
@@ -168,7 +172,8 @@ class Drawing:
     dhft: dict[str, Drawn]           # E7 "dhft<k>-<sweep>" -> what its figure shows
     cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
     model: Drawn | None = None       # the subflow model (Fig. 6), if there is its record
-    # E8 "oversub<k>-<sweep>", E9 "topologies-subflows" and "topologies-rank"
+    # E8 "oversub<k>-<sweep>", E9 "topologies-subflows" and "topologies-rank",
+    # file sizes "filesize-<link>"
     others: dict[str, Drawn] = field(default_factory=dict)
 
 
@@ -190,8 +195,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     for name, (png, drawn) in cc_fig.draw_all(results, plots).items():
         _written(png)
         cc[name] = drawn
-    others = {}       # E8 and E9, by figure name
-    for fig_module in (oversub_fig, topologies_fig):
+    others = {}       # E8, E9 and the file sizes, by figure name
+    for fig_module in (oversub_fig, topologies_fig, filesize_fig):
         for name, (png, drawn) in fig_module.draw_all(results, plots).items():
             _written(png)
             others[name] = drawn
@@ -202,7 +207,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     if not groups and not wifi3g and not dhft and not cc and not model and not others:
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
              f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, {results}/topologies/, "
-             f"{results}/algorithms<k>/, {results}/hotspot<k>/ or {results}/model/; "
+             f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/ or {results}/model/; "
              "nothing to draw")
         return None
     sections = []
@@ -217,7 +222,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    extra = [line for fig in (wifi3g_fig, dhft_fig, oversub_fig, topologies_fig, cc_fig, model_fig)
+    extra = [line for fig in (wifi3g_fig, dhft_fig, oversub_fig, topologies_fig, filesize_fig, cc_fig,
+                              model_fig)
              for line in fig.report_lines(results)]
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
     return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, others)

@@ -7,6 +7,9 @@ drawn without the harness's dependencies.
     <results>/wifi3g/<sweep>/<scheme>/<x>/                    E4
     <results>/dhft<k>/<sweep>/<scheme>/<x>/                   E7
     <results>/<algorithms|hotspot><k>/<scheme>/ft<k>/one_to_one/flows<N>/   E5, E6
+    <results>/oversub<k>/<sweep>/<matrix>/<scheme>/<x>/       E8
+    <results>/topologies/<topology>/permutation/flows<N>/     E9
+    <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
     <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
@@ -45,6 +48,10 @@ def topologies_run(results: Path, topology: str, subflows: int) -> Path:
     return results / "topologies" / topology / "permutation" / f"flows{subflows}"
 
 
+def filesize_run(results: Path, link: str, scheme: str, size_pkts: int) -> Path:
+    return results / "filesize" / link / scheme / f"{size_pkts}pkts"
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -55,6 +62,7 @@ WIFI3G_RECORDS = f"wifi3g/*/*/*/{RECORD}"
 DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
 OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
 TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
+FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

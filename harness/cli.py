@@ -23,7 +23,9 @@ from base.files import check_folder_writable
 from base.lock import ExperimentLock
 from experiments.config import ConfigError, SweepConfig
 # Parsers and configs: the command line's options (standard library only).
-from harness.options import (EXIT_BAD_INPUT, PROG, cc_compare_config_from, cc_compare_parser,
+from harness.shared_options import EXIT_BAD_INPUT, PROG
+from harness.options import (cc_compare_config_from, cc_compare_parser,
+                             filesize_config_from_args, filesize_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
                              model_config_from_args, model_parser, oversub_config_from_args,
                              oversub_parser, parser, topologies_config_from_args,
@@ -89,6 +91,8 @@ COMMANDS = {
                           _run_experiment("experiments.algorithms", "CcCompareExperiment")),
     "hotspot": Command(lambda: cc_compare_parser("hotspot"), cc_compare_config_from("hotspot"),
                        _run_experiment("experiments.algorithms", "CcCompareExperiment")),
+    "filesize": Command(filesize_parser, filesize_config_from_args,
+                        _run_experiment("experiments.filesize", "FilesizeExperiment"), delay=True),
     "model": Command(model_parser, model_config_from_args, _run_model, machine=False),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)

@@ -1,5 +1,5 @@
 """The command line's options: one parser per experiment, over the options
-they all share (declared once here), and the typed config each one builds.
+they all share (shared_options.py), and the typed config each one builds.
 Standard library only (with the configs): run_mptcp.sh checks input with the
 system Python before anything is installed."""
 from __future__ import annotations
@@ -7,124 +7,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import math
-
 from base.files import check_folder_path
-from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, CONGESTION_CONTROLS,
-                                DHFT_SWEEPS, DRIVERS, FABRICS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
+from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
+                                DHFT_SWEEPS, DRIVERS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
-                                TOPOLOGY_NAMES, TopologiesConfig,
+                                TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
+from harness.shared_options import (PROG, OneLineParser, add_cc_option,
+                                    add_fabric_option, add_link_options, add_long_flow_options,
+                                    add_name_list, add_number_list, add_rack_sweep_options,
+                                    add_results_options, add_seed_option, add_timing_options,
+                                    finite, name_list, number_list, resolve_cc, subcommand_parser)
 
-PROG = "run_mptcp.sh"
-EXIT_BAD_INPUT = 2
 # A run drives one iperf3 client and one server per flow; beyond this many
 # flows the machine spends itself on processes (all_to_all at k=6: 2862).
 MAX_FLOWS_PER_RUN = 1024
-
-
-class OneLineParser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ConfigError(message)
-
-
-def subcommand_parser(name: str, description: str) -> OneLineParser:
-    """The parser of `run_mptcp.sh NAME`."""
-    return OneLineParser(prog=f"{PROG} {name}", description=description)
-
-
-def finite(text: str) -> float:
-    """argparse type: a float that is a number (float() also takes nan and inf)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-    return value
-
-
-def _cc_help() -> str:
-    return f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default lia where the kernel can run it, else reno)"
-
-
-def _resolve_cc(given: str | None) -> tuple[str, str]:
-    """(cc, note): what --cc said, or the default for this kernel and why."""
-    return (given, "") if given is not None else default_cc()
-
-
-# -- options every experiment shares, declared once -------------------------
-
-WARMUP_SCALED_HELP = "seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)"
-
-
-def add_link_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
-    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
-
-
-def add_timing_options(p: argparse.ArgumentParser, time_default: float | None, time_help: str,
-                       warmup_default: float | None = None,
-                       warmup_help: str = WARMUP_SCALED_HELP) -> None:
-    if time_help:
-        p.add_argument("--time", type=finite, default=time_default, help=time_help)
-    p.add_argument("--warmup", type=finite, default=warmup_default, help=warmup_help)
-
-
-def add_seed_option(p: argparse.ArgumentParser, default: int, what: str = "traffic matrix and hash seed") -> None:
-    p.add_argument("--seed", type=int, default=default, help=f"{what} ({default})")
-
-
-def add_cc_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cc", default=None, help=_cc_help())
-
-
-def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
-    p.add_argument("--fabric", default=default,
-                   help=f"{', '.join(FABRICS)} (default " + ("l3; the run says why)" if default is None
-                                                              else f"{default})"))
-
-
-def add_name_list(p: argparse.ArgumentParser, flag: str, names, choices, what: str = "") -> None:
-    """A comma list of names from `choices`; by default the names given."""
-    p.add_argument(flag, default=",".join(names),
-                   help=f"{what}comma list of {', '.join(choices)} (default all)")
-
-
-def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) -> None:
-    """A comma list of numbers: a sweep's points."""
-    p.add_argument(flag, default=",".join(f"{x:g}" for x in values), help=f"{what} (default %(default)s)")
-
-
-def add_results_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", default="results", help="results folder (results)")
-    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
-
-
-def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...],
-                           subflows_where: str = "") -> None:
-    """The arity, the locality and load sweeps of E7 and E8, then the long-flow options."""
-    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
-    add_name_list(p, "--sweeps", d.sweeps, sweeps)
-    add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
-    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help=f"MPTCP subflows per connection{subflows_where} (%(default)s)")
-    add_long_flow_options(p, d)
-
-
-def add_long_flow_options(p: argparse.ArgumentParser, d) -> None:
-    """The options of LongFlowSettings (E7, E8, E9), with config `d`'s defaults."""
-    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
-    p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
-    p.add_argument("--queue", type=int, default=d.link.queue_pkts,
-                   help="queue length in packets (%(default)s)")
-    add_seed_option(p, d.seed)
-    add_cc_option(p)
-    add_fabric_option(p, d.fabric)
-    add_results_options(p)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -186,7 +85,7 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     if fabric is None:
         fabric, why = default_fabric()
         fabric_note = f"default fabric {fabric}: {why}"
-    cc, cc_note = _resolve_cc(args.cc)
+    cc, cc_note = resolve_cc(args.cc)
     check_folder_path(args.results, "--results")
     cfg = SweepConfig(fabric_note=fabric_note, cc_note=cc_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
@@ -228,24 +127,12 @@ def wifi3g_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _numbers(text: str, flag: str, kind=float) -> tuple:
-    try:
-        values = tuple(kind(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise ConfigError(f"{flag} {text!r}: expected a comma list of numbers") from None
-    if not all(math.isfinite(v) for v in values):
-        raise ConfigError(f"{flag} {text!r}: expected finite numbers")
-    return values
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in text.split(",") if s.strip())
 
 
 def _shared_config(cls, args: argparse.Namespace, **specific):
     """A config from the options every long-flow experiment shares (link,
     timing, seed, cc, fabric, results) and its own (`specific`), checked."""
-    cc, cc_note = _resolve_cc(args.cc)
+    cc, cc_note = resolve_cc(args.cc)
     check_folder_path(args.results, "--results")
     cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
               warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
@@ -266,12 +153,12 @@ def _long_flow_command(make_parser, cls, own_fields):
 
 def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
     args = wifi3g_parser().parse_args(argv)
-    cc, cc_note = _resolve_cc(args.cc)
+    cc, cc_note = resolve_cc(args.cc)
     check_folder_path(args.results, "--results")
     cfg = Wifi3GConfig(
-        sweeps=_names(args.sweeps),
-        buffers_kb=_numbers(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
-        wifi_loss_pcts=_numbers(args.losses, "--losses"), wifi_rtts_ms=_numbers(args.rtts, "--rtts"),
+        sweeps=name_list(args.sweeps),
+        buffers_kb=number_list(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
+        wifi_loss_pcts=number_list(args.losses, "--losses"), wifi_rtts_ms=number_list(args.rtts, "--rtts"),
         samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=cc,
         results=Path(args.results))
     cfg.validate()
@@ -293,7 +180,7 @@ def model_parser() -> argparse.ArgumentParser:
 def model_config_from_args(argv: list[str]) -> tuple[ModelConfig, argparse.Namespace]:
     args = model_parser().parse_args(argv)
     check_folder_path(args.results, "--results")
-    cfg = ModelConfig(ks=_numbers(args.k, "--k", int), max_subflows=args.subflows_max,
+    cfg = ModelConfig(ks=number_list(args.k, "--k", int), max_subflows=args.subflows_max,
                       results=Path(args.results))
     cfg.validate()
     return cfg, args
@@ -333,15 +220,49 @@ def topologies_parser() -> argparse.ArgumentParser:
 
 # The long-flow experiments' `argv -> (config, args)`, each from its parser.
 dhft_config_from_args = _long_flow_command(dhft_parser, DhftConfig, lambda a: dict(
-    k=a.k, hosts_per_rack=a.hosts_per_rack, sweeps=_names(a.sweeps),
-    localities=_numbers(a.localities, "--localities"), loads=_numbers(a.loads, "--loads"),
+    k=a.k, hosts_per_rack=a.hosts_per_rack, sweeps=name_list(a.sweeps),
+    localities=number_list(a.localities, "--localities"), loads=number_list(a.loads, "--loads"),
     subflows=a.subflows))
 oversub_config_from_args = _long_flow_command(oversub_parser, OversubConfig, lambda a: dict(
-    k=a.k, ratio=a.ratio, sweeps=_names(a.sweeps), matrices=_names(a.matrices),
-    loads=_numbers(a.loads, "--loads"), localities=_numbers(a.localities, "--localities"),
+    k=a.k, ratio=a.ratio, sweeps=name_list(a.sweeps), matrices=name_list(a.matrices),
+    loads=number_list(a.loads, "--loads"), localities=number_list(a.localities, "--localities"),
     subflows=a.subflows))
 topologies_config_from_args = _long_flow_command(topologies_parser, TopologiesConfig, lambda a: dict(
-    topologies=_names(a.topologies), subflows=_numbers(a.subflows, "--subflows", int)))
+    topologies=name_list(a.topologies), subflows=number_list(a.subflows, "--subflows", int)))
+
+
+def filesize_parser() -> argparse.ArgumentParser:
+    d = FilesizeConfig()
+    p = subcommand_parser("filesize", "Paper Fig. 17: time to open a connection and move one file, "
+                                      "TCP against MPTCP over two paths, against file size.")
+    p.add_argument("--sizes", default=",".join(map(str, d.sizes_pkts)),
+                   help="file sizes in packets of 1448 bytes (default %(default)s)")
+    add_name_list(p, "--schemes", d.schemes, FILESIZE_SCHEMES)
+    p.add_argument("--repeats", type=int, default=d.repeats,
+                   help="transfers per size and scheme, one at a time; the point is their median "
+                        "(%(default)s)")
+    p.add_argument("--bw", type=finite, default=d.link.bw_mbps,
+                   help="rate of each path in Mb/s (%(default)s)")
+    p.add_argument("--delay", type=finite, default=d.link.delay_ms,
+                   help="one-way delay of each path in ms (%(default)s)")
+    p.add_argument("--queue", type=int, default=d.link.queue_pkts,
+                   help="queue length in packets (%(default)s)")
+    add_seed_option(p, d.seed, "seed")
+    add_cc_option(p)
+    add_results_options(p)
+    return p
+
+
+def filesize_config_from_args(argv: list[str]) -> tuple[FilesizeConfig, argparse.Namespace]:
+    args = filesize_parser().parse_args(argv)
+    cc, cc_note = resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = FilesizeConfig(sizes_pkts=number_list(args.sizes, "--sizes", int), schemes=name_list(args.schemes),
+                         repeats=args.repeats, seed=args.seed, cc=cc, results=Path(args.results),
+                         link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, delay_ms=args.delay))
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
 
 
 def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
@@ -371,7 +292,7 @@ def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
 def cc_compare_config_from(experiment: str):
     def config_from(argv: list[str]) -> tuple[CcCompareConfig, argparse.Namespace]:
         args = cc_compare_parser(experiment).parse_args(argv)
-        schemes, note = _default_schemes() if args.schemes is None else (_names(args.schemes), "")
+        schemes, note = _default_schemes() if args.schemes is None else (name_list(args.schemes), "")
         check_folder_path(args.results, "--results")
         cfg = CcCompareConfig(
             experiment=experiment, k=args.k, schemes=schemes,

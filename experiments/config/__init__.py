@@ -21,6 +21,7 @@ from experiments.config.model import ModelConfig
 from experiments.config.oversub import (OVERSUB_SWEEPS, OVERSUB_MATRICES, OVERSUB_SCHEMES,
                                         OversubPoint, OversubConfig)
 from experiments.config.topologies import TOPOLOGY_NAMES, TopologyPoint, TopologiesConfig
+from experiments.config.filesize import FILESIZE_SCHEMES, FilesizeConfig, FilesizePoint
 
 __all__ = [
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
@@ -33,5 +34,6 @@ __all__ = [
     "Wifi3GPoint", "Wifi3GConfig", "DHFT_SCHEMES", "DHFT_SWEEPS", "DHFT_TOPOLOGY_OF_SCHEME",
     "DHFT_MAX_FLOWS", "DhftPoint", "DhftConfig", "CC_SCHEMES", "CC_EXPERIMENTS",
     "CcCompareConfig", "ModelConfig", "OVERSUB_SWEEPS", "OVERSUB_MATRICES", "OVERSUB_SCHEMES",
-    "OversubPoint", "OversubConfig", "TOPOLOGY_NAMES", "TopologyPoint", "TopologiesConfig"
+    "OversubPoint", "OversubConfig", "TOPOLOGY_NAMES", "TopologyPoint", "TopologiesConfig",
+    "FILESIZE_SCHEMES", "FilesizeConfig", "FilesizePoint"
 ]

@@ -1,0 +1,130 @@
+"""The options every experiment's parser is built from, declared once: the
+parser class whose errors are one line, the shared options (link, timing,
+seed, cc, fabric, results) and list parsing. Standard library only (with the
+configs), as options.py."""
+from __future__ import annotations
+
+import argparse
+import math
+
+from experiments.config import CONGESTION_CONTROLS, FABRICS, ConfigError, default_cc
+
+PROG = "run_mptcp.sh"
+EXIT_BAD_INPUT = 2
+
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def subcommand_parser(name: str, description: str) -> OneLineParser:
+    """The parser of `run_mptcp.sh NAME`."""
+    return OneLineParser(prog=f"{PROG} {name}", description=description)
+
+
+def finite(text: str) -> float:
+    """argparse type: a float that is a number (float() also takes nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def cc_help() -> str:
+    return f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)} (default lia where the kernel can run it, else reno)"
+
+
+def resolve_cc(given: str | None) -> tuple[str, str]:
+    """(cc, note): what --cc said, or the default for this kernel and why."""
+    return (given, "") if given is not None else default_cc()
+
+
+# -- options every experiment shares, declared once -------------------------
+
+WARMUP_SCALED_HELP = "seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)"
+
+
+def add_link_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
+    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+
+
+def add_timing_options(p: argparse.ArgumentParser, time_default: float | None, time_help: str,
+                       warmup_default: float | None = None,
+                       warmup_help: str = WARMUP_SCALED_HELP) -> None:
+    if time_help:
+        p.add_argument("--time", type=finite, default=time_default, help=time_help)
+    p.add_argument("--warmup", type=finite, default=warmup_default, help=warmup_help)
+
+
+def add_seed_option(p: argparse.ArgumentParser, default: int, what: str = "traffic matrix and hash seed") -> None:
+    p.add_argument("--seed", type=int, default=default, help=f"{what} ({default})")
+
+
+def add_cc_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cc", default=None, help=cc_help())
+
+
+def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
+    p.add_argument("--fabric", default=default,
+                   help=f"{', '.join(FABRICS)} (default " + ("l3; the run says why)" if default is None
+                                                              else f"{default})"))
+
+
+def add_name_list(p: argparse.ArgumentParser, flag: str, names, choices, what: str = "") -> None:
+    """A comma list of names from `choices`; by default the names given."""
+    p.add_argument(flag, default=",".join(names),
+                   help=f"{what}comma list of {', '.join(choices)} (default all)")
+
+
+def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) -> None:
+    """A comma list of numbers: a sweep's points."""
+    p.add_argument(flag, default=",".join(f"{x:g}" for x in values), help=f"{what} (default %(default)s)")
+
+
+def add_results_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+
+
+def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...],
+                           subflows_where: str = "") -> None:
+    """The arity, the locality and load sweeps of E7 and E8, then the long-flow options."""
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    add_name_list(p, "--sweeps", d.sweeps, sweeps)
+    add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
+    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help=f"MPTCP subflows per connection{subflows_where} (%(default)s)")
+    add_long_flow_options(p, d)
+
+
+def add_long_flow_options(p: argparse.ArgumentParser, d) -> None:
+    """The options of LongFlowSettings (E7, E8, E9), with config `d`'s defaults."""
+    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
+    p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
+    p.add_argument("--queue", type=int, default=d.link.queue_pkts,
+                   help="queue length in packets (%(default)s)")
+    add_seed_option(p, d.seed)
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
+
+
+def number_list(text: str, flag: str, kind=float) -> tuple:
+    try:
+        values = tuple(kind(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ConfigError(f"{flag} {text!r}: expected a comma list of numbers") from None
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(f"{flag} {text!r}: expected finite numbers")
+    return values
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    return tuple(s.strip() for s in text.split(",") if s.strip())
