@@ -35,6 +35,7 @@ SUBCOMMANDS = {
     "model": (["model"], cli.model_parser()),
     "oversub": (["oversub"], cli.oversub_parser()),
     "topologies": (["topologies"], cli.topologies_parser()),
+    "filesize": (["filesize"], cli.filesize_parser()),
 }
 
 
@@ -106,6 +107,8 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["topologies", "--subflows", "9"], "within 1..8"),
     (["topologies", "--fabric", "openflow"], "l3 fabric"),
     (["4", "--seed", "-1"], "--seed -1"),
+    (["filesize", "--sizes", "0,10"], "1..100000 packets"),
+    (["filesize", "--schemes", "udp"], "unknown scheme"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):
     done = subprocess.run([SCRIPT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)
