@@ -11,7 +11,6 @@ flags under the figure.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -26,28 +25,28 @@ STYLE = {"tcp": ("TCP, one path", "#ff7f0e", "o"), "mptcp": ("MPTCP, two paths",
 PAPER_CROSSOVER_PKTS = 150
 
 
-@dataclass
 class Point:
-    size: int                   # packets
-    median: float               # ms
-    p10: float
-    p90: float
-    second_subflow: float       # share of transfers whose second subflow was established
-    valid: bool
-    flags: list[str]
-    record: dict = field(default_factory=dict)
+    """One size of one scheme, read from its run.json."""
+
+    def __init__(self, record: dict):
+        if record["median_ms"] is None:
+            raise ValueError("no transfer completed")
+        self.record = record
+        self.size = int(record["config"]["size_pkts"])          # packets
+        self.median = float(record["median_ms"])
+        self.p10, self.p90 = float(record["p10_ms"]), float(record["p90_ms"])
+        self.valid = bool(record["valid"])
+        self.flags = list(record.get("flags") or [])
+        established = record["subflows_established"]
+        # The share of transfers whose second subflow was established.
+        self.second_subflow = (sum(1 for n in established if n >= 2) / len(established)
+                               if established else 0.0)
 
 
 def parse_point(path: Path) -> tuple[str, str, Point]:
-    doc = json.loads(path.read_text())
-    cfg = doc["config"]
-    if doc["median_ms"] is None:
-        raise ValueError("no transfer completed")
-    established = doc["subflows_established"]
-    share = sum(1 for n in established if n >= 2) / len(established) if established else 0.0
-    return (path.parent.parent.parent.name, cfg["scheme"],
-            Point(int(cfg["size_pkts"]), float(doc["median_ms"]), float(doc["p10_ms"]),
-                  float(doc["p90_ms"]), share, bool(doc["valid"]), list(doc.get("flags") or []), doc))
+    """(link label, scheme, point) of one run.json."""
+    point = Point(json.loads(path.read_text()))
+    return path.parent.parent.parent.name, point.record["config"]["scheme"], point
 
 
 def load(results: Path) -> dict[str, dict[str, list[Point]]]:

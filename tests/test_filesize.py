@@ -109,6 +109,8 @@ def test_figure_marks_the_crossover_from_records(tmp_path):
 
 
 def test_no_crossover_is_said():
-    data = {"tcp": [filesize_fig.Point(10, 1.0, 1, 1, 0, True, [])],
-            "mptcp": [filesize_fig.Point(10, 1.5, 1, 1, 1, True, [])]}
-    assert filesize_fig.crossover(data) is None
+    def point(median):
+        return filesize_fig.Point({"config": {"size_pkts": 10}, "median_ms": median, "p10_ms": median,
+                                   "p90_ms": median, "subflows_established": [2], "valid": True})
+    assert filesize_fig.crossover({"tcp": [point(1.0)], "mptcp": [point(1.5)]}) is None
+    assert filesize_fig.crossover({"tcp": [point(1.5)], "mptcp": [point(1.0)]}) == 10

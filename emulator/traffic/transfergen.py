@@ -138,12 +138,8 @@ class TransferLoop:
         if events & selectors.EVENT_WRITE and t.to_send:
             self._send(sock, t)
         if events & selectors.EVENT_READ:
-            try:
-                answer = sock.recv(16)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                self._fail(t, f"recv: {exc}")
+            answer = self._attempt(t, "recv", lambda: sock.recv(16))
+            if answer is None:
                 return
             if not answer:
                 self._fail(t, "the receiver closed before it answered")
@@ -163,12 +159,8 @@ class TransferLoop:
                 data = memoryview(first)[sent_so_far:]
             else:
                 data = memoryview(ZEROS)[:min(CHUNK, t.to_send)]
-            try:
-                n = sock.send(data)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                self._fail(t, f"send: {exc}")
+            n = self._attempt(t, "send", lambda: sock.send(data))
+            if n is None:
                 return
             t.to_send -= n
         self.sel.modify(sock, selectors.EVENT_READ, ("client", t))
@@ -225,12 +217,8 @@ class TransferLoop:
             self._answer(conn, t)
 
     def _on_server(self, conn: socket.socket, t: _Transfer, _events: int) -> None:
-        try:
-            data = conn.recv(CHUNK)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            self._fail(t, f"receive: {exc}")
+        data = self._attempt(t, "receive", lambda: conn.recv(CHUNK))
+        if data is None:
             return
         if not data:
             if t.times["last_byte_s"] is None:
@@ -248,6 +236,17 @@ class TransferLoop:
             self._fail(t, f"answer: {exc}")
 
     # -- ends --
+
+    def _attempt(self, t: _Transfer, what: str, call):
+        """call()'s result; None if it would block, or if it failed (the
+        transfer is then ended with the error)."""
+        try:
+            return call()
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            self._fail(t, f"{what}: {exc}")
+            return None
 
     def _expire(self) -> None:
         now = self.now()
