@@ -223,6 +223,19 @@ def make_rack_matrix(workload: str, hosts: list[str], racks: dict[str, str], par
 MATRICES = {"one_to_one": one_to_one, "one_to_several": one_to_several, "all_to_all": all_to_all}
 
 
+def poisson_starts(rate_per_s: float, duration_s: float, rng: random.Random) -> list[float]:
+    """Start times (s) of a Poisson process of `rate_per_s` arrivals a second
+    within [0, duration_s): exponential gaps of mean 1/rate, as the paper's
+    short flows arrive (Fig. 12: one file every 200 ms on average per host)."""
+    if rate_per_s <= 0 or duration_s <= 0:
+        raise ValueError("rate and duration must be positive")
+    starts, t = [], rng.expovariate(rate_per_s)
+    while t < duration_s:
+        starts.append(t)
+        t += rng.expovariate(rate_per_s)
+    return starts
+
+
 def flow_count(workload: str, n_hosts: int) -> int:
     """How many flows a matrix has, without drawing it (for input checks)."""
     return {"one_to_one": n_hosts,

@@ -45,3 +45,22 @@ def test_saved_mapping_is_reused(tmp_path):
     path.write_text(path.read_text().replace('"seed": 5', '"seed": 5 '))
     assert load_or_make(path, "one_to_one", HOSTS, 5) == first
     assert load_or_make(path, "one_to_one", HOSTS, 6).seed == 6
+
+
+def test_poisson_starts_have_the_configured_mean_and_exponential_gaps():
+    """20000 s at 5 arrivals a second: the count within 4 standard deviations
+    of rate x duration (Poisson: sd = its square root), and the gaps'
+    variance near their mean squared, as exponential gaps have (even gaps of
+    the same mean would have none)."""
+    import random
+    import statistics
+    from workloads import poisson_starts
+    rate, duration = 5.0, 20000.0
+    starts = poisson_starts(rate, duration, random.Random(7))
+    expected = rate * duration
+    assert abs(len(starts) - expected) <= 4 * expected ** 0.5, len(starts)
+    assert starts == sorted(starts) and 0 <= starts[0] and starts[-1] < duration
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    mean = statistics.fmean(gaps)
+    assert abs(mean - 1 / rate) <= 4 * (1 / rate) / len(gaps) ** 0.5, mean
+    assert 0.9 <= statistics.pvariance(gaps) / mean ** 2 <= 1.1

@@ -23,7 +23,8 @@ Protocol (one JSON object per line):
   stdout {"listening": n}
   stdin  {"t0": monotonic}                transfer i starts at t0 + at_s
   stdout {"transfers": [per transfer: index, start_s, connected_s,
-          first_byte_s, last_byte_s, acked_s, received, subflows, error]}
+          first_byte_s, last_byte_s, acked_s, received, subflows, error],
+          "cpu_s": this process's CPU time, user and system}
           (times in seconds since t0; None where it did not happen)
 
 `last_byte_s` is when the receiving side had every byte, `acked_s` when the
@@ -37,6 +38,7 @@ Only the standard library and kernel/netlink.py (setns) are used.
 from __future__ import annotations
 
 import errno
+import resource
 import selectors
 import socket
 import struct
@@ -288,7 +290,9 @@ def main() -> None:
     if "t0" not in start:
         return
     time.sleep(max(0.0, start["t0"] - time.monotonic()))
-    _say({"transfers": loop.run(start["t0"])})
+    results = loop.run(start["t0"])
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    _say({"transfers": results, "cpu_s": round(usage.ru_utime + usage.ru_stime, 4)})
 
 
 if __name__ == "__main__":

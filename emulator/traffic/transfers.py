@@ -66,6 +66,7 @@ class TransferDriver:
     def __init__(self, fabric, procs: ProcessTracker):
         self.fabric = fabric
         self.procs = procs
+        self.cpu_s: float | None = None     # the driver process's CPU time in the last run()
 
     def run(self, transfers: list[Transfer], mptcp: bool, logdir: Path,
             timeout_s: float = TRANSFER_TIMEOUT_S) -> list[TransferOutcome]:
@@ -95,6 +96,7 @@ class TransferDriver:
         finally:
             self.procs.stop([child.proc])
         (logdir / "transfers.json").write_text(json.dumps(report))
+        self.cpu_s = report.get("cpu_s")
         by_index = {r["index"]: r for r in report["transfers"]}
         return [_outcome(t, by_index.get(t.index)) for t in transfers]
 
