@@ -10,6 +10,7 @@ drawn without the harness's dependencies.
     <results>/oversub<k>/<sweep>/<matrix>/<scheme>/<x>/       E8
     <results>/topologies/<topology>/permutation/flows<N>/     E9
     <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
+    <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
     <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
@@ -52,6 +53,10 @@ def filesize_run(results: Path, link: str, scheme: str, size_pkts: int) -> Path:
     return results / "filesize" / link / scheme / f"{size_pkts}pkts"
 
 
+def shortflows_run(results: Path, k: int, scheme: str) -> Path:
+    return results / f"shortflows{k}" / scheme
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -63,6 +68,7 @@ DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
 OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
 TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
 FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
+SHORTFLOWS_RECORDS = f"shortflows*/*/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

@@ -26,6 +26,7 @@ from experiments.config import ConfigError, SweepConfig
 from harness.shared_options import EXIT_BAD_INPUT, PROG
 from harness.options import (cc_compare_config_from, cc_compare_parser,
                              filesize_config_from_args, filesize_parser,
+                             shortflows_config_from_args, shortflows_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
                              model_config_from_args, model_parser, oversub_config_from_args,
                              oversub_parser, parser, topologies_config_from_args,
@@ -93,6 +94,8 @@ COMMANDS = {
                        _run_experiment("experiments.algorithms", "CcCompareExperiment")),
     "filesize": Command(filesize_parser, filesize_config_from_args,
                         _run_experiment("experiments.filesize", "FilesizeExperiment"), delay=True),
+    "shortflows": Command(shortflows_parser, shortflows_config_from_args,
+                          _run_experiment("experiments.shortflows", "ShortflowsExperiment")),
     "model": Command(model_parser, model_config_from_args, _run_model, machine=False),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)

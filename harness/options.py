@@ -13,6 +13,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
+                                SHORTFLOWS_SCHEMES, ShortflowsConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from harness.shared_options import (PROG, OneLineParser, add_cc_option,
@@ -132,7 +133,7 @@ def wifi3g_parser() -> argparse.ArgumentParser:
 def _shared_config(cls, args: argparse.Namespace, **specific):
     """A config from the options every long-flow experiment shares (link,
     timing, seed, cc, fabric, results) and its own (`specific`), checked."""
-    cc, cc_note = resolve_cc(args.cc)
+    cc, cc_note = resolve_cc(getattr(args, "cc", None))
     check_folder_path(args.results, "--results")
     cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
               warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
@@ -262,6 +263,48 @@ def filesize_config_from_args(argv: list[str]) -> tuple[FilesizeConfig, argparse
                          link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, delay_ms=args.delay))
     cfg.validate()
     args.notes = [cc_note]
+    return cfg, args
+
+
+def shortflows_parser() -> argparse.ArgumentParser:
+    d = ShortflowsConfig()
+    p = subcommand_parser("shortflows", "Paper Fig. 12: 70 KB files by TCP beside long flows of each "
+                                        "scheme on the 4:1 oversubscribed FatTree.")
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    p.add_argument("--ratio", type=int, default=d.ratio,
+                   help="oversubscription: hosts per rack over its k/2 uplinks (%(default)s)")
+    p.add_argument("--schemes", default=None,
+                   help=f"the long flows': comma list of {', '.join(SHORTFLOWS_SCHEMES)} "
+                        "(default all that this kernel can run)")
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="subflows of a multipath long flow (%(default)s)")
+    p.add_argument("--long-share", type=finite, default=d.long_share,
+                   help="share of the hosts that send a long flow (a third)")
+    p.add_argument("--file-bytes", type=int, default=d.file_bytes, help="short file size (%(default)s)")
+    p.add_argument("--interval", type=finite, default=None,
+                   help="mean seconds between one host's files (the paper's 0.2 at 100 Mb/s, "
+                        "times 100/bw)")
+    add_long_flow_options(p, d, cc=False)
+    return p
+
+
+def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argparse.Namespace]:
+    args = shortflows_parser().parse_args(argv)
+    note = ""
+    if args.schemes is None:
+        schemes = SHORTFLOWS_SCHEMES
+        if not coupled_cc_supported():
+            schemes = tuple(s for s in schemes if CC_SCHEMES[s][0] not in COUPLED_CONGESTION_CONTROLS)
+            note = f"default schemes {','.join(schemes)}: " + default_cc()[1].split(": ", 1)[1]
+    else:
+        schemes = name_list(args.schemes)
+    cfg, args = _shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
+                               subflows=args.subflows, long_share=args.long_share,
+                               file_bytes=args.file_bytes, interval_s=args.interval)
+    if cfg.coupled_schemes() and not coupled_cc_supported():
+        raise ConfigError(f"--schemes {','.join(cfg.coupled_schemes())}: "
+                          + default_cc()[1].split(": ", 1)[1])
+    args.notes = [note]     # the long flows' cc is each scheme's, not the default
     return cfg, args
 
 

@@ -104,14 +104,16 @@ def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...
     add_long_flow_options(p, d)
 
 
-def add_long_flow_options(p: argparse.ArgumentParser, d) -> None:
-    """The options of LongFlowSettings (E7, E8, E9), with config `d`'s defaults."""
+def add_long_flow_options(p: argparse.ArgumentParser, d, cc: bool = True) -> None:
+    """The options of LongFlowSettings (E7, E8, E9), with config `d`'s
+    defaults; without --cc where the experiment's schemes name theirs."""
     add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
     p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
     p.add_argument("--queue", type=int, default=d.link.queue_pkts,
                    help="queue length in packets (%(default)s)")
     add_seed_option(p, d.seed)
-    add_cc_option(p)
+    if cc:
+        add_cc_option(p)
     add_fabric_option(p, d.fabric)
     add_results_options(p)
 

@@ -36,6 +36,7 @@ SUBCOMMANDS = {
     "oversub": (["oversub"], cli.oversub_parser()),
     "topologies": (["topologies"], cli.topologies_parser()),
     "filesize": (["filesize"], cli.filesize_parser()),
+    "shortflows": (["shortflows"], cli.shortflows_parser()),
 }
 
 
@@ -109,6 +110,8 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["4", "--seed", "-1"], "--seed -1"),
     (["filesize", "--sizes", "0,10"], "1..100000 packets"),
     (["filesize", "--schemes", "udp"], "unknown scheme"),
+    (["shortflows", "--long-share", "1"], "fraction of the hosts"),
+    (["shortflows", "--interval", "0.05"], "client port each"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):
     done = subprocess.run([SCRIPT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)

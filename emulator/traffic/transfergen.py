@@ -17,7 +17,7 @@ harness; no time namespaces are used).
 
 Protocol (one JSON object per line):
 
-  stdin  {"mptcp": bool, "servers": [{"ns_pid", "ip", "port"}],
+  stdin  {"mptcp": bool, "cc": name or null, "servers": [{"ns_pid", "ip", "port"}],
           "transfers": [{"index", "ns_pid", "src_ip", "client_port", "dst_ip",
                          "server_port", "at_s", "bytes"}], "timeout_s": s}
   stdout {"listening": n}
@@ -78,6 +78,7 @@ class TransferLoop:
     def __init__(self, setup: dict):
         self.mptcp = bool(setup["mptcp"])
         self.timeout_s = float(setup.get("timeout_s", 60.0))
+        self.cc = setup.get("cc")
         self.sel = selectors.DefaultSelector()
         self.listeners = []
         for s in setup["servers"]:
@@ -119,6 +120,8 @@ class TransferLoop:
         try:
             t.client = sock = _stream_socket(t.spec["ns_pid"], self.mptcp)
             _no_delay(sock)
+            if self.cc:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, self.cc.encode())
             sock.bind((t.spec["src_ip"], t.spec["client_port"]))
             sock.setblocking(False)
             err = sock.connect_ex((t.spec["dst_ip"], t.spec["server_port"]))

@@ -69,8 +69,17 @@ class TransferDriver:
         self.cpu_s: float | None = None     # the driver process's CPU time in the last run()
 
     def run(self, transfers: list[Transfer], mptcp: bool, logdir: Path,
-            timeout_s: float = TRANSFER_TIMEOUT_S) -> list[TransferOutcome]:
+            timeout_s: float = TRANSFER_TIMEOUT_S, cc: str | None = None) -> list[TransferOutcome]:
         """Run every transfer at its time; return when all have ended."""
+        return self.start(transfers, mptcp, logdir, timeout_s, cc).finish()
+
+    def start(self, transfers: list[Transfer], mptcp: bool, logdir: Path,
+              timeout_s: float = TRANSFER_TIMEOUT_S, cc: str | None = None) -> "RunningTransfers":
+        """Start the driver and release the schedule (times count from about
+        RELEASE_LEAD_S from now); finish() waits for the outcomes. Meanwhile
+        the caller may run other traffic in the same thread. `cc`: the
+        congestion control of the sending sockets (TCP_CONGESTION), else the
+        host's default."""
         logdir.mkdir(parents=True, exist_ok=True)
         # An MPTCP server listens on every address: a join arrives at the
         # address of the path it opens (a listener bound to one address
@@ -79,7 +88,7 @@ class TransferDriver:
         child = JsonLinesChild(self.procs, "", logdir / "transfergen.log",
                                module="emulator.traffic.transfergen")
         try:
-            child.tell({"mptcp": mptcp, "timeout_s": timeout_s,
+            child.tell({"mptcp": mptcp, "timeout_s": timeout_s, "cc": cc,
                         "servers": [{"ns_pid": self.fabric.pid(host), "ip": ip, "port": port}
                                     for host, ip, port in servers],
                         "transfers": [{"index": t.index, "ns_pid": self.fabric.pid(t.src),
@@ -88,17 +97,37 @@ class TransferDriver:
                                        "at_s": t.at_s, "bytes": t.size} for t in transfers]})
             if child.hear(LISTEN_TIMEOUT_S) is None:
                 raise TrafficError(f"transfergen not listening after {LISTEN_TIMEOUT_S} s")
-            child.tell({"t0": time.monotonic() + RELEASE_LEAD_S})
-            last_start = max((t.at_s for t in transfers), default=0.0)
-            report = child.hear(RELEASE_LEAD_S + last_start + timeout_s + 10.0)
+            released = time.monotonic() + RELEASE_LEAD_S
+            child.tell({"t0": released})
+        except BaseException:
+            self.procs.stop([child.proc])
+            raise
+        last_start = max((t.at_s for t in transfers), default=0.0)
+        return RunningTransfers(self, child, transfers, logdir,
+                                released + last_start + timeout_s + 10.0)
+
+
+class RunningTransfers:
+    """A started TransferDriver run: finish() collects it."""
+
+    def __init__(self, driver: TransferDriver, child: JsonLinesChild, transfers: list[Transfer],
+                 logdir: Path, deadline: float):
+        self.driver, self.child, self.transfers = driver, child, transfers
+        self.logdir, self.deadline = logdir, deadline
+
+    def finish(self) -> list[TransferOutcome]:
+        """Wait for the driver's report (until every transfer has ended or
+        timed out), stop it, and return one outcome per transfer."""
+        try:
+            report = self.child.hear(max(0.0, self.deadline - time.monotonic()))
             if report is None:
                 raise TrafficError("transfergen did not report its transfers in time")
         finally:
-            self.procs.stop([child.proc])
-        (logdir / "transfers.json").write_text(json.dumps(report))
-        self.cpu_s = report.get("cpu_s")
+            self.driver.procs.stop([self.child.proc])
+        (self.logdir / "transfers.json").write_text(json.dumps(report))
+        self.driver.cpu_s = report.get("cpu_s")
         by_index = {r["index"]: r for r in report["transfers"]}
-        return [_outcome(t, by_index.get(t.index)) for t in transfers]
+        return [_outcome(t, by_index.get(t.index)) for t in self.transfers]
 
 
 def _outcome(t: Transfer, r: dict | None) -> TransferOutcome:

@@ -22,6 +22,7 @@ from experiments.config.oversub import (OVERSUB_SWEEPS, OVERSUB_MATRICES, OVERSU
                                         OversubPoint, OversubConfig)
 from experiments.config.topologies import TOPOLOGY_NAMES, TopologyPoint, TopologiesConfig
 from experiments.config.filesize import FILESIZE_SCHEMES, FilesizeConfig, FilesizePoint
+from experiments.config.shortflows import SHORTFLOWS_SCHEMES, ShortflowsConfig, ShortflowsPoint
 
 __all__ = [
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
@@ -35,5 +36,6 @@ __all__ = [
     "DHFT_MAX_FLOWS", "DhftPoint", "DhftConfig", "CC_SCHEMES", "CC_EXPERIMENTS",
     "CcCompareConfig", "ModelConfig", "OVERSUB_SWEEPS", "OVERSUB_MATRICES", "OVERSUB_SCHEMES",
     "OversubPoint", "OversubConfig", "TOPOLOGY_NAMES", "TopologyPoint", "TopologiesConfig",
-    "FILESIZE_SCHEMES", "FilesizeConfig", "FilesizePoint"
+    "FILESIZE_SCHEMES", "FilesizeConfig", "FilesizePoint",
+    "SHORTFLOWS_SCHEMES", "ShortflowsConfig", "ShortflowsPoint"
 ]

@@ -1,0 +1,91 @@
+"""The short-flows experiment's config (paper Fig. 12): long flows of one
+scheme beside short single-path TCP transfers on the 4:1 oversubscribed
+FatTree."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.algorithms import CC_SCHEMES
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
+                                       check_choices)
+
+# The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
+# and LIA ("MPTCP") as the long flows' algorithm.
+SHORTFLOWS_SCHEMES = ("tcp", "uncoupled", "ewtcp", "lia")
+FILE_BYTES = 70_000                 # the paper's short files
+PAPER_INTERVAL_S, PAPER_RATE_MBPS = 0.2, 100.0
+MAX_FILES_PER_HOST = 535            # client ports 65000..65534 (experiments/shortflows.py)
+
+
+@dataclass(frozen=True)
+class ShortflowsPoint:
+    scheme: str
+
+    @property
+    def cc(self) -> str:
+        return CC_SCHEMES[self.scheme][0]
+
+    def run_dir(self, results: Path, k: int) -> Path:
+        return records.shortflows_run(results, k, self.scheme)
+
+
+@dataclass(frozen=True)
+class ShortflowsConfig(LongFlowSettings):
+    """Everything `run_mptcp.sh shortflows` was asked to do."""
+    k: int = 4
+    ratio: int = 4                          # hosts per rack over rack uplinks
+    schemes: tuple[str, ...] = SHORTFLOWS_SCHEMES
+    subflows: int = 4                       # the long flows' under the multipath schemes (E8's)
+    long_share: float = 1 / 3               # of the hosts send a long flow, the rest short files
+    file_bytes: int = FILE_BYTES
+    # Mean gap between one host's short files. None: the paper's 200 ms at
+    # 100 Mb/s scaled to the link rate, so short files load a host's link
+    # by the same share (2.8 %).
+    interval_s: float | None = None
+    time_s: float = 40.0
+    link: LinkParams = field(default_factory=LinkParams)
+
+    @property
+    def interval(self) -> float:
+        if self.interval_s is not None:
+            return self.interval_s
+        return PAPER_INTERVAL_S * PAPER_RATE_MBPS / self.link.bw_mbps
+
+    @property
+    def n_hosts(self) -> int:
+        return self.k * (self.k // 2) * (self.k // 2 * self.ratio)
+
+    def validate(self) -> None:
+        if self.k not in (4, 8):
+            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4 or 8")
+        if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
+            raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
+                              f"(k={self.k} gives {self.n_hosts})")
+        check_choices("--schemes", "scheme", self.schemes, SHORTFLOWS_SCHEMES)
+        if not 2 <= self.subflows <= MAX_SUBFLOWS:
+            raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need 2..{MAX_SUBFLOWS}")
+        if not 0 < self.long_share < 1:
+            raise ConfigError(f"--long-share {self.long_share}: a fraction of the hosts, within 0..1")
+        if not 1 <= self.file_bytes <= 100_000_000:
+            raise ConfigError(f"--file-bytes {self.file_bytes}: must be within 1..100000000")
+        if self.interval_s is not None and not 0.01 <= self.interval_s <= 600:
+            raise ConfigError(f"--interval {self.interval_s}: must be within 0.01..600 s")
+        self.check_settings()
+        if self.time_s / self.interval > MAX_FILES_PER_HOST / 2:
+            raise ConfigError(f"--interval {self.interval:g}: {self.time_s:g} s would give each host "
+                              f"about {self.time_s / self.interval:.0f} files; at most "
+                              f"{MAX_FILES_PER_HOST // 2} (a client port each)")
+
+    def coupled_schemes(self) -> tuple[str, ...]:
+        """The schemes whose congestion control is one of our BPF algorithms."""
+        return tuple(s for s in self.schemes if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS)
+
+    def points(self) -> list[ShortflowsPoint]:
+        """One run per scheme; the schemes of one congestion control adjacent
+        (a network per congestion control)."""
+        ccs = [CC_SCHEMES[s][0] for s in self.schemes]
+        return [ShortflowsPoint(s) for s in sorted(self.schemes, key=lambda s: ccs.index(CC_SCHEMES[s][0]))]
