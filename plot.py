@@ -37,6 +37,9 @@ RESULTS_DIR/filesize/<link>/<scheme>/<size>pkts/run.json filesize-<link>.png
 against size; paper Fig 17); from RESULTS_DIR/shortflows<k>/<scheme>/run.json
 shortflows<k>.png (short files' completion times and the long flows' rates
 per long-flow scheme; paper Fig 12); from
+RESULTS_DIR/transfers/<sweep>/<label>/flows<N>/run.json transfers-nswitch.png
+and transfers-fattree.png (time until every receiver has its data against
+subflows; CS536 '13); from
 RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
 algorithms<k>.png (each flow's throughput and core and access link loss
 rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
@@ -80,6 +83,7 @@ from figures import oversub as oversub_fig  # noqa: E402
 from figures import topologies as topologies_fig  # noqa: E402
 from figures import filesize as filesize_fig  # noqa: E402
 from figures import shortflows as shortflows_fig  # noqa: E402
+from figures import transfers as transfers_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
@@ -176,7 +180,8 @@ class Drawing:
     cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
     model: Drawn | None = None       # the subflow model (Fig. 6), if there is its record
     # E8 "oversub<k>-<sweep>", E9 "topologies-subflows" and "topologies-rank",
-    # file sizes "filesize-<link>", short flows "shortflows<k>"
+    # file sizes "filesize-<link>", short flows "shortflows<k>", transfers
+    # "transfers-<sweep>"
     others: dict[str, Drawn] = field(default_factory=dict)
 
 
@@ -199,7 +204,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         _written(png)
         cc[name] = drawn
     others = {}       # E8, E9 and the file sizes, by figure name
-    for fig_module in (oversub_fig, topologies_fig, filesize_fig, shortflows_fig):
+    for fig_module in (oversub_fig, topologies_fig, filesize_fig, shortflows_fig, transfers_fig):
         for name, (png, drawn) in fig_module.draw_all(results, plots).items():
             _written(png)
             others[name] = drawn
@@ -210,7 +215,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     if not groups and not wifi3g and not dhft and not cc and not model and not others:
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
              f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, {results}/topologies/, "
-             f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/, {results}/shortflows<k>/ or {results}/model/; "
+             f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/, "
+             f"{results}/shortflows<k>/, {results}/transfers/ or {results}/model/; "
              "nothing to draw")
         return None
     sections = []
@@ -226,7 +232,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
     extra = [line for fig in (wifi3g_fig, dhft_fig, oversub_fig, topologies_fig, filesize_fig,
-                              shortflows_fig, cc_fig, model_fig)
+                              shortflows_fig, transfers_fig, cc_fig, model_fig)
              for line in fig.report_lines(results)]
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
     return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, others)

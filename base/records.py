@@ -11,6 +11,7 @@ drawn without the harness's dependencies.
     <results>/topologies/<topology>/permutation/flows<N>/     E9
     <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
     <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
+    <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
     <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
@@ -57,6 +58,10 @@ def shortflows_run(results: Path, k: int, scheme: str) -> Path:
     return results / f"shortflows{k}" / scheme
 
 
+def transfers_run(results: Path, sweep: str, label: str, subflows: int) -> Path:
+    return results / "transfers" / sweep / label / f"flows{subflows}"
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -69,6 +74,7 @@ OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
 TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
 FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
 SHORTFLOWS_RECORDS = f"shortflows*/*/{RECORD}"
+TRANSFERS_RECORDS = f"transfers/*/*/*/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

@@ -75,19 +75,20 @@ links above the racks; FatTree(k, oversubscription=4): the 4:1
 oversubscribed FatTree of §4.3.3 (both classes say how they are built).
 
 WiFi3G: a sender and a receiver with one interface per path (see the class).
+NSwitch(n): the same with n alike paths, one switch each.
 
 TwoPaths: a multi-homed sender and receiver joined by two disjoint
 bottlenecks, and a single-homed pair whose traffic crosses one of them: the
 shared-bottleneck and path-shifting tests of coupled congestion control.
 
 The package: base.py (DCTopo, what every topology is), clos.py (FatTree,
-VL2, DHFT, PerfectSwitch), bcube.py, paths.py (WiFi3G, TwoPaths).
+VL2, DHFT, PerfectSwitch), bcube.py, paths.py (WiFi3G, NSwitch, TwoPaths).
 """
 from dctopo.base import DCTopo, Interface, Route, SourceRule, intf_name
 from dctopo.bcube import BCUBE_RULE_PRIORITY, BCUBE_TABLE, BCube
 from dctopo.clos import DHFT, VL2, FatTree, PerfectSwitch, dhft_hosts_per_rack
-from dctopo.paths import TwoPaths, WiFi3G
+from dctopo.paths import NSwitch, TwoPaths, WiFi3G
 
 __all__ = ["DCTopo", "Interface", "Route", "SourceRule", "intf_name", "BCUBE_RULE_PRIORITY",
            "BCUBE_TABLE", "BCube", "DHFT", "VL2", "FatTree", "PerfectSwitch",
-           "dhft_hosts_per_rack", "TwoPaths", "WiFi3G"]
+           "dhft_hosts_per_rack", "NSwitch", "TwoPaths", "WiFi3G"]

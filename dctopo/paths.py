@@ -1,5 +1,6 @@
-"""Small two-path networks: WiFi + 3G between a sender and a receiver, and
-two disjoint bottlenecks with cross traffic on one (TwoPaths)."""
+"""Small multipath networks: WiFi + 3G between a sender and a receiver, two
+hosts over n switches (NSwitch), and two disjoint bottlenecks with cross
+traffic on one (TwoPaths)."""
 from __future__ import annotations
 
 from base.links import ACCESS, CELL, WIFI, LinkParams
@@ -24,16 +25,7 @@ class WiFi3G(DCTopo):
 
     def build(self, wifi: LinkParams = WIFI, cell: LinkParams = CELL, access: LinkParams = ACCESS):
         self.paths = {"wifi": wifi, "3g": cell}
-        h1 = self.addHost("h1", role="host")
-        h2 = self.addHost("h2", role="host")
-        for port, (name, link) in enumerate(self.paths.items()):
-            net = port + 1
-            sw = self.addSwitch(f"s{net}", role=name, dpid=dpid(1, 0, net),
-                                router_id=f"10.{net}.0.1")
-            self.addLink(h1, sw, port1=port, port2=0, params1={"ip": f"10.{net}.0.2/32"},
-                         link=access)
-            self.addLink(sw, h2, port1=1, port2=port, params2={"ip": f"10.{net}.1.2/32"},
-                         link=link)
+        _two_hosts_over_switches(self, self.paths, access)
 
     def path_addresses(self, path: str) -> tuple[str, str]:
         """(sender address, receiver address) of a path, "wifi" or "3g"."""
@@ -44,6 +36,38 @@ class WiFi3G(DCTopo):
 # BCube's routing tables on hosts, one per starting level, and their rules'
 # priorities (before the per-interface rules every multi-homed host has,
 # 1000 + port, which would send a packet out on its source's own level).
+
+
+class NSwitch(DCTopo):
+    """Two hosts joined through n switches, one interface on each per host
+    (the N-switch 2-host topology of the CS244 MPTCP setup, used by the
+    distributed-transfer study, CS536 '13 in README's sources):
+
+        h1-eth{i} 10.{i+1}.0.2 -- s{i+1} -- h2-eth{i} 10.{i+1}.1.2    i = 0..n-1
+
+    Path i is an access link (fast) and `link`, towards h2; a connection
+    between path i's addresses takes it, and MPTCP's extra subflows take
+    the next paths by their addresses."""
+
+    def build(self, n: int = 2, link: LinkParams = LinkParams(), access: LinkParams = ACCESS):
+        self.paths = {f"s{i + 1}": link for i in range(n)}
+        _two_hosts_over_switches(self, self.paths, access)
+
+    def path_addresses(self, path: int) -> tuple[str, str]:
+        """(h1's address, h2's address) on path `path` (0-based)."""
+        return f"10.{path + 1}.0.2", f"10.{path + 1}.1.2"
+
+
+def _two_hosts_over_switches(topo: DCTopo, paths: dict[str, LinkParams], access: LinkParams) -> None:
+    """h1 and h2, and for each path a switch between them: h1's access link,
+    then the path's own link towards h2, each path in a /24 of its own."""
+    h1 = topo.addHost("h1", role="host")
+    h2 = topo.addHost("h2", role="host")
+    for port, (name, link) in enumerate(paths.items()):
+        net = port + 1
+        sw = topo.addSwitch(f"s{net}", role=name, dpid=dpid(1, 0, net), router_id=f"10.{net}.0.1")
+        topo.addLink(h1, sw, port1=port, port2=0, params1={"ip": f"10.{net}.0.2/32"}, link=access)
+        topo.addLink(sw, h2, port1=1, port2=port, params2={"ip": f"10.{net}.1.2/32"}, link=link)
 
 
 class TwoPaths(DCTopo):

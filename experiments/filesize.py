@@ -20,7 +20,6 @@ Results: results/filesize/<bw>mbps-<delay>ms/<scheme>/<size>pkts/run.json.
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 
 from base.links import LinkParams
@@ -29,6 +28,7 @@ from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE
 from emulator.traffic.transfers import Transfer, TransferDriver
 from experiments.config.filesize import PACKET_BYTES, FilesizeConfig, FilesizePoint
+from experiments.longflows import closed_connections
 from experiments.runner import Experiment
 
 SCHEME_LABELS = {"tcp": "TCP", "mptcp": "MPTCP, 2 paths"}
@@ -131,9 +131,6 @@ class FilesizeExperiment(Experiment):
 def _subflows_established(net: FilesizeNetwork, port: int) -> int:
     """Subflows the path manager saw established on the transfer's connection
     (the initial one included), once it has heard the connection close."""
-    deadline = time.monotonic() + CLOSED_WAIT_S
-    while True:
-        conns = [c for c in net.pm.connections() if c.ns == "h1" and not c.server_side and c.sport == port]
-        if (conns and all(c.closed for c in conns)) or time.monotonic() > deadline:
-            return max((c.subflows_established for c in conns), default=0)
-        time.sleep(0.01)
+    conns = [c for c in closed_connections(net.pm, CLOSED_WAIT_S)
+             if c.ns == "h1" and not c.server_side and c.sport == port]
+    return max((c.subflows_established for c in conns), default=0)

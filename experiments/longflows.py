@@ -3,6 +3,8 @@ MPTCP counters over all hosts, the path manager's connections per flow, and
 the flags that make a run of long flows untrustworthy."""
 from __future__ import annotations
 
+import time
+
 from emulator.fabrics.common import Fabric
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
@@ -38,6 +40,18 @@ def all_subflows_up(pm: UserspacePM, flows: list[FlowEndpoints], subflows: int) 
     conns = client_connections(pm)
     return all(conns.get(flow_key(f)) is not None and conns[flow_key(f)].subflows_established >= subflows
                for f in flows)
+
+
+def closed_connections(pm: UserspacePM, timeout_s: float = 2.0) -> list[Connection]:
+    """pm.connections() once every one has reported MPTCP_EVENT_CLOSED (their
+    subflow counts are final then), or as they are at the timeout: for
+    transfers, whose connections close before their records are read."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        conns = pm.connections()
+        if all(c.closed for c in conns) or time.monotonic() >= deadline:
+            return conns
+        time.sleep(0.01)
 
 
 def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:

@@ -27,6 +27,7 @@ from harness.shared_options import EXIT_BAD_INPUT, PROG
 from harness.options import (cc_compare_config_from, cc_compare_parser,
                              filesize_config_from_args, filesize_parser,
                              shortflows_config_from_args, shortflows_parser,
+                             transfers_config_from_args, transfers_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
                              model_config_from_args, model_parser, oversub_config_from_args,
                              oversub_parser, parser, topologies_config_from_args,
@@ -96,6 +97,8 @@ COMMANDS = {
                         _run_experiment("experiments.filesize", "FilesizeExperiment"), delay=True),
     "shortflows": Command(shortflows_parser, shortflows_config_from_args,
                           _run_experiment("experiments.shortflows", "ShortflowsExperiment")),
+    "transfers": Command(transfers_parser, transfers_config_from_args,
+                         _run_experiment("experiments.transfers", "TransfersExperiment")),
     "model": Command(model_parser, model_config_from_args, _run_model, machine=False),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)

@@ -13,7 +13,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
-                                SHORTFLOWS_SCHEMES, ShortflowsConfig,
+                                SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from harness.shared_options import (PROG, OneLineParser, add_cc_option,
@@ -305,6 +305,42 @@ def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argp
         raise ConfigError(f"--schemes {','.join(cfg.coupled_schemes())}: "
                           + default_cc()[1].split(": ", 1)[1])
     args.notes = [note]     # the long flows' cc is each scheme's, not the default
+    return cfg, args
+
+
+def transfers_parser() -> argparse.ArgumentParser:
+    d = TransfersConfig()
+    p = subcommand_parser("transfers", "Distributed file transfers (CS536 '13): time until every "
+                                       "receiver has its data, TCP against MPTCP, on N switches and "
+                                       "FatTree(4).")
+    add_name_list(p, "--sweeps", d.sweeps, TRANSFERS_SWEEPS)
+    add_number_list(p, "--switches", d.switches, "nswitch: switches between the two hosts; "
+                                                 "subflows run 1..N on each")
+    add_number_list(p, "--senders", d.senders, "fattree: senders, from pods 0 and 2")
+    add_number_list(p, "--receivers", d.receivers, "fattree: receivers, from pods 1 and 3")
+    add_number_list(p, "--subflows", d.subflows, "fattree: subflow counts, 1 = TCP")
+    p.add_argument("--file-mb", type=finite, default=d.file_mb,
+                   help="each sender's file in MB, split among the receivers (%(default)s)")
+    add_link_options(p)
+    add_seed_option(p, d.seed, "seed of the senders and receivers drawn")
+    add_cc_option(p)
+    add_results_options(p)
+    return p
+
+
+def transfers_config_from_args(argv: list[str]) -> tuple[TransfersConfig, argparse.Namespace]:
+    args = transfers_parser().parse_args(argv)
+    cc, cc_note = resolve_cc(args.cc)
+    check_folder_path(args.results, "--results")
+    cfg = TransfersConfig(sweeps=name_list(args.sweeps),
+                          switches=number_list(args.switches, "--switches", int),
+                          senders=number_list(args.senders, "--senders", int),
+                          receivers=number_list(args.receivers, "--receivers", int),
+                          subflows=number_list(args.subflows, "--subflows", int), file_mb=args.file_mb,
+                          link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), seed=args.seed,
+                          cc=cc, results=Path(args.results))
+    cfg.validate()
+    args.notes = [cc_note]
     return cfg, args
 
 

@@ -23,6 +23,7 @@ from experiments.config.oversub import (OVERSUB_SWEEPS, OVERSUB_MATRICES, OVERSU
 from experiments.config.topologies import TOPOLOGY_NAMES, TopologyPoint, TopologiesConfig
 from experiments.config.filesize import FILESIZE_SCHEMES, FilesizeConfig, FilesizePoint
 from experiments.config.shortflows import SHORTFLOWS_SCHEMES, ShortflowsConfig, ShortflowsPoint
+from experiments.config.transfers import TRANSFERS_SWEEPS, TransfersConfig, TransfersPoint
 
 __all__ = [
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
@@ -37,5 +38,6 @@ __all__ = [
     "CcCompareConfig", "ModelConfig", "OVERSUB_SWEEPS", "OVERSUB_MATRICES", "OVERSUB_SCHEMES",
     "OversubPoint", "OversubConfig", "TOPOLOGY_NAMES", "TopologyPoint", "TopologiesConfig",
     "FILESIZE_SCHEMES", "FilesizeConfig", "FilesizePoint",
-    "SHORTFLOWS_SCHEMES", "ShortflowsConfig", "ShortflowsPoint"
+    "SHORTFLOWS_SCHEMES", "ShortflowsConfig", "ShortflowsPoint",
+    "TRANSFERS_SWEEPS", "TransfersConfig", "TransfersPoint"
 ]
