@@ -23,7 +23,7 @@ from pathlib import Path
 from dctopo import FatTree, NSwitch
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE
-from emulator.traffic.transfers import Transfer, TransferDriver
+from emulator.traffic.transfers import TRANSFER_TIMEOUT_S, Transfer, TransferDriver
 from experiments.config.transfers import TransfersConfig, TransfersPoint
 from experiments.longflows import PAYLOAD_PER_FRAME, closed_connections
 from experiments.runner import Experiment
@@ -78,11 +78,21 @@ class TransfersExperiment(Experiment):
         cpu = CpuMonitor(interval_s=1.0)
         cpu.start()
         try:
-            outcomes = net.transfers.run(parts, p.subflows > 1, folder)
+            outcomes = net.transfers.run(parts, p.subflows > 1, folder, timeout_s=self._timeout_s(parts))
         finally:
             cpu.stop()
         cpu.write_csv(folder / "cpu.csv")
         return self._record(net, p, outcomes, cpu)
+
+    def _timeout_s(self, parts: list[Transfer]) -> float:
+        """How long a part may take: three times what the busiest receiver's
+        one link needs for all it is sent (8 senders to 1 receiver: 80 MB,
+        67 s at 10 Mb/s), and at least the driver's default."""
+        into: dict[str, int] = {}
+        for t in parts:
+            into[t.dst] = into.get(t.dst, 0) + t.size
+        need_s = max(into.values()) * 8 / (self.cfg.link.bw_mbps * 1e6 * PAYLOAD_PER_FRAME)
+        return max(TRANSFER_TIMEOUT_S, 3 * need_s)
 
     def _nswitch(self, net: TransfersNetwork, p: TransfersPoint, port: int) -> list[Transfer]:
         src, dst = net.topo.path_addresses(0)
