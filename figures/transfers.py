@@ -99,7 +99,8 @@ def draw_fattree(points: list[Point], out: Path) -> Drawn:
         lines = _by(pts, lambda p: p.senders)
         for i, (s, line) in enumerate(lines.items()):
             ax.plot([p.x for p in line], [p.seconds for p in line], marker="o",
-                    color=colors(i / max(1, len(lines) - 1) * 0.85), label=f"{s} senders")
+                    color=colors(i / max(1, len(lines) - 1) * 0.85),
+                    label=f"{s} sender" + ("s" if s > 1 else ""))
             flagged += mark_invalid(ax, f"{s} to {r}", line, lambda p: p.x, lambda p: p.seconds,
                                     lambda p: f"{p.x} subflows")
             shown[f"{s}:{r}"] = [(p.x, round(p.seconds, 3), p.valid) for p in line]
