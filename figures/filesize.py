@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import Drawn, mark_invalid, note, save_figure, section_head
+from figures.runs import Drawn, draw_each, mark_invalid, note, save_figure, section_head
 
 STYLE = {"tcp": ("TCP, one path", "#ff7f0e", "o"), "mptcp": ("MPTCP, two paths", "#1f77b4", "s")}
 # Paper Fig. 17 (Raiciu et al., SIGCOMM 2011, §5.2): two hosts with two
@@ -137,11 +137,7 @@ def draw(data: dict[str, list[Point]], out: Path) -> Drawn:
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    drawn = {}
-    for link, data in load(results).items():
-        out = plots / f"filesize-{link}.png"
-        drawn[f"filesize-{link}"] = (out, draw(data, out))
-    return drawn
+    return draw_each(plots, {f"filesize-{link}": data for link, data in load(results).items()}, draw)
 
 
 REPORT_HEAD = """\

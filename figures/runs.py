@@ -241,6 +241,13 @@ def tagged_lines(fig, tag: str):
                 yield gid[len(tag) + 1:], line
 
 
+def draw_each(plots: Path, items: dict, draw) -> dict[str, tuple[Path, "Drawn"]]:
+    """{name: (plots/<name>.png, draw(data, that path))} for every name and
+    data of `items`: the figure modules that draw one figure per setting."""
+    return {name: (plots / f"{name}.png", draw(data, plots / f"{name}.png"))
+            for name, data in items.items()}
+
+
 def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
                 reserve: float = 0.05, dpi: int = 110) -> Drawn:
     """Write the notes (gaps, skipped runs) along the bottom, keeping

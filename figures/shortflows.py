@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import Drawn, note, save_figure, section_head
+from figures.runs import Drawn, draw_each, note, save_figure, section_head
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "uncoupled": ("UNCOUPLED", "#d62728"),
          "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
@@ -105,11 +105,7 @@ def draw(runs: dict[str, Run], out: Path) -> Drawn:
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    drawn = {}
-    for name, runs in load(results).items():
-        out = plots / f"{name}.png"
-        drawn[name] = (out, draw(runs, out))
-    return drawn
+    return draw_each(plots, load(results), draw)
 
 
 REPORT_HEAD = """\

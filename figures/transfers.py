@@ -18,7 +18,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import Drawn, mark_invalid, note, save_figure, section_head
+from figures.runs import Drawn, draw_each, mark_invalid, note, save_figure, section_head
 
 
 class Point:
@@ -119,12 +119,9 @@ def draw_fattree(points: list[Point], out: Path) -> Drawn:
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    drawn = {}
-    for sweep, points in load(results).items():
-        name = f"transfers-{sweep}"
-        out = plots / f"{name}.png"
-        drawn[name] = (out, (draw_nswitch if sweep == "nswitch" else draw_fattree)(points, out))
-    return drawn
+    def draw(points: list[Point], out: Path) -> Drawn:
+        return (draw_nswitch if points[0].sweep == "nswitch" else draw_fattree)(points, out)
+    return draw_each(plots, {f"transfers-{s}": pts for s, pts in load(results).items()}, draw)
 
 
 REPORT_HEAD = """\

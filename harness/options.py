@@ -254,16 +254,24 @@ def filesize_parser() -> argparse.ArgumentParser:
     return p
 
 
-def filesize_config_from_args(argv: list[str]) -> tuple[FilesizeConfig, argparse.Namespace]:
-    args = filesize_parser().parse_args(argv)
-    cc, cc_note = resolve_cc(args.cc)
-    check_folder_path(args.results, "--results")
-    cfg = FilesizeConfig(sizes_pkts=number_list(args.sizes, "--sizes", int), schemes=name_list(args.schemes),
-                         repeats=args.repeats, seed=args.seed, cc=cc, results=Path(args.results),
-                         link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, delay_ms=args.delay))
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
+def _own_config_command(make_parser, build):
+    """`argv -> (config, args)` for an experiment with a config of its own:
+    `build(args, cc)` makes it from the parsed options and the resolved cc."""
+    def config_from(argv: list[str]):
+        args = make_parser().parse_args(argv)
+        cc, cc_note = resolve_cc(args.cc)
+        check_folder_path(args.results, "--results")
+        cfg = build(args, cc)
+        cfg.validate()
+        args.notes = [cc_note]
+        return cfg, args
+    return config_from
+
+
+filesize_config_from_args = _own_config_command(filesize_parser, lambda a, cc: FilesizeConfig(
+    sizes_pkts=number_list(a.sizes, "--sizes", int), schemes=name_list(a.schemes), repeats=a.repeats,
+    seed=a.seed, cc=cc, results=Path(a.results),
+    link=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue, delay_ms=a.delay)))
 
 
 def shortflows_parser() -> argparse.ArgumentParser:
@@ -328,20 +336,11 @@ def transfers_parser() -> argparse.ArgumentParser:
     return p
 
 
-def transfers_config_from_args(argv: list[str]) -> tuple[TransfersConfig, argparse.Namespace]:
-    args = transfers_parser().parse_args(argv)
-    cc, cc_note = resolve_cc(args.cc)
-    check_folder_path(args.results, "--results")
-    cfg = TransfersConfig(sweeps=name_list(args.sweeps),
-                          switches=number_list(args.switches, "--switches", int),
-                          senders=number_list(args.senders, "--senders", int),
-                          receivers=number_list(args.receivers, "--receivers", int),
-                          subflows=number_list(args.subflows, "--subflows", int), file_mb=args.file_mb,
-                          link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), seed=args.seed,
-                          cc=cc, results=Path(args.results))
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
+transfers_config_from_args = _own_config_command(transfers_parser, lambda a, cc: TransfersConfig(
+    sweeps=name_list(a.sweeps), switches=number_list(a.switches, "--switches", int),
+    senders=number_list(a.senders, "--senders", int), receivers=number_list(a.receivers, "--receivers", int),
+    subflows=number_list(a.subflows, "--subflows", int), file_mb=a.file_mb,
+    link=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue), seed=a.seed, cc=cc, results=Path(a.results)))
 
 
 def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:

@@ -14,6 +14,19 @@ OVERSUB_SCHEMES = ("tcp", "mptcp")
 OVERSUB_MAX_FLOWS = 512
 
 
+def oversubscribed_hosts(k: int, ratio: int) -> int:
+    """Hosts of FatTree(k, oversubscription=ratio): ratio * k/2 per edge switch."""
+    return k * (k // 2) * (k // 2 * ratio)
+
+
+def check_oversubscribed(k: int, ratio: int) -> None:
+    if k not in (4, 8):
+        raise ConfigError(f"--k {k}: the oversubscribed FatTree runs at k=4 or 8")
+    if not 1 <= ratio <= 8 or oversubscribed_hosts(k, ratio) > 512:
+        raise ConfigError(f"--ratio {ratio}: within 1..8 and at most 512 hosts "
+                          f"(k={k} gives {oversubscribed_hosts(k, ratio)})")
+
+
 @dataclass(frozen=True)
 class OversubPoint:
     """One run of E8: TCP or MPTCP on one traffic matrix."""
@@ -54,14 +67,10 @@ class OversubConfig(LongFlowSettings):
 
     @property
     def n_hosts(self) -> int:
-        return self.k * (self.k // 2) * self.hosts_per_rack
+        return oversubscribed_hosts(self.k, self.ratio)
 
     def validate(self) -> None:
-        if self.k not in (4, 8):
-            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4 or 8")
-        if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
-            raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
-                              f"(k={self.k} gives {self.n_hosts})")
+        check_oversubscribed(self.k, self.ratio)
         check_choices("--sweeps", "sweep", self.sweeps, OVERSUB_SWEEPS)
         check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
                                        "load": ("--loads", self.loads)})

@@ -12,6 +12,7 @@ from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
                                        check_choices)
+from experiments.config.oversub import check_oversubscribed, oversubscribed_hosts
 
 # The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
 # and LIA ("MPTCP") as the long flows' algorithm.
@@ -57,14 +58,10 @@ class ShortflowsConfig(LongFlowSettings):
 
     @property
     def n_hosts(self) -> int:
-        return self.k * (self.k // 2) * (self.k // 2 * self.ratio)
+        return oversubscribed_hosts(self.k, self.ratio)
 
     def validate(self) -> None:
-        if self.k not in (4, 8):
-            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4 or 8")
-        if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
-            raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
-                              f"(k={self.k} gives {self.n_hosts})")
+        check_oversubscribed(self.k, self.ratio)
         check_choices("--schemes", "scheme", self.schemes, SHORTFLOWS_SCHEMES)
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need 2..{MAX_SUBFLOWS}")
