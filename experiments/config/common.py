@@ -171,3 +171,18 @@ class LongFlowSettings(WarmupFromRate):
     def check_settings(self) -> None:
         check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
         self.link.validate()
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    """What the transfer experiments (file size, distributed transfers) are
+    run with besides their own choices: links, seed, cc, results."""
+    link: LinkParams = field(default_factory=LinkParams)
+    seed: int = 0
+    cc: str = field(default_factory=machine_cc)
+    results: Path = Path("results")
+
+    def check_settings(self) -> None:
+        self.link.validate()
+        check_cc(self.cc)
+        check_seed(self.seed)

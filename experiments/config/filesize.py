@@ -8,7 +8,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import check_cc, check_choices, check_seed, machine_cc
+from experiments.config.common import TransferSettings, check_choices
 
 FILESIZE_SCHEMES = ("tcp", "mptcp")
 # A "packet" of a file is one full segment's payload (1448 bytes with TCP
@@ -32,7 +32,7 @@ def link_label(link: LinkParams) -> str:
 
 
 @dataclass(frozen=True)
-class FilesizeConfig:
+class FilesizeConfig(TransferSettings):
     """Everything `run_mptcp.sh filesize` was asked to do."""
     # 1 to 1000 packets, log-spaced, as the paper's Fig. 17 axis.
     sizes_pkts: tuple[int, ...] = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
@@ -41,12 +41,9 @@ class FilesizeConfig:
     # Each of the two paths; the paper's testbed had gigabit links through one
     # switch and no added delay (README, "File size").
     link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=100.0))
-    seed: int = 0
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
 
     def validate(self) -> None:
-        self.link.validate()
+        self.check_settings()
         check_choices("--schemes", "scheme", self.schemes, FILESIZE_SCHEMES)
         if not self.sizes_pkts:
             raise ConfigError("--sizes: give at least one file size")
@@ -55,8 +52,6 @@ class FilesizeConfig:
                 raise ConfigError(f"--sizes {n}: file sizes must be within 1..{MAX_SIZE_PKTS} packets")
         if not 1 <= self.repeats <= 1000:
             raise ConfigError(f"--repeats {self.repeats}: must be within 1..1000")
-        check_cc(self.cc)
-        check_seed(self.seed)
 
     def points(self) -> list[FilesizePoint]:
         """Size by size, the schemes side by side: a drift of the machine

@@ -19,12 +19,26 @@ def oversubscribed_hosts(k: int, ratio: int) -> int:
     return k * (k // 2) * (k // 2 * ratio)
 
 
-def check_oversubscribed(k: int, ratio: int) -> None:
-    if k not in (4, 8):
-        raise ConfigError(f"--k {k}: the oversubscribed FatTree runs at k=4 or 8")
-    if not 1 <= ratio <= 8 or oversubscribed_hosts(k, ratio) > 512:
-        raise ConfigError(f"--ratio {ratio}: within 1..8 and at most 512 hosts "
-                          f"(k={k} gives {oversubscribed_hosts(k, ratio)})")
+@dataclass(frozen=True)
+class OversubscribedSettings(LongFlowSettings):
+    """Long flows on FatTree(k, oversubscription=ratio): E8 and the short flows."""
+    k: int = 4
+    ratio: int = 4                                 # hosts per rack over rack uplinks
+
+    @property
+    def hosts_per_rack(self) -> int:
+        return self.k // 2 * self.ratio
+
+    @property
+    def n_hosts(self) -> int:
+        return oversubscribed_hosts(self.k, self.ratio)
+
+    def check_network(self) -> None:
+        if self.k not in (4, 8):
+            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4 or 8")
+        if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
+            raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
+                              f"(k={self.k} gives {self.n_hosts})")
 
 
 @dataclass(frozen=True)
@@ -49,10 +63,8 @@ class OversubPoint:
 
 
 @dataclass(frozen=True)
-class OversubConfig(LongFlowSettings):
+class OversubConfig(OversubscribedSettings):
     """Everything `run_mptcp.sh oversub` was asked to do."""
-    k: int = 4
-    ratio: int = 4                                 # hosts per rack over rack uplinks
     sweeps: tuple[str, ...] = OVERSUB_SWEEPS
     matrices: tuple[str, ...] = OVERSUB_MATRICES
     # Connections per host. At k=4 and 4:1 there are 64 hosts: 1/64 is one
@@ -61,16 +73,8 @@ class OversubConfig(LongFlowSettings):
     localities: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     subflows: int = 4                              # the paper's Fig. 7-8 MPTCP
 
-    @property
-    def hosts_per_rack(self) -> int:
-        return self.k // 2 * self.ratio
-
-    @property
-    def n_hosts(self) -> int:
-        return oversubscribed_hosts(self.k, self.ratio)
-
     def validate(self) -> None:
-        check_oversubscribed(self.k, self.ratio)
+        self.check_network()
         check_choices("--sweeps", "sweep", self.sweeps, OVERSUB_SWEEPS)
         check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
                                        "load": ("--loads", self.loads)})

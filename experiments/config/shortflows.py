@@ -10,9 +10,9 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS,
                                        check_choices)
-from experiments.config.oversub import check_oversubscribed, oversubscribed_hosts
+from experiments.config.oversub import OversubscribedSettings
 
 # The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
 # and LIA ("MPTCP") as the long flows' algorithm.
@@ -35,10 +35,8 @@ class ShortflowsPoint:
 
 
 @dataclass(frozen=True)
-class ShortflowsConfig(LongFlowSettings):
+class ShortflowsConfig(OversubscribedSettings):
     """Everything `run_mptcp.sh shortflows` was asked to do."""
-    k: int = 4
-    ratio: int = 4                          # hosts per rack over rack uplinks
     schemes: tuple[str, ...] = SHORTFLOWS_SCHEMES
     subflows: int = 4                       # the long flows' under the multipath schemes (E8's)
     long_share: float = 1 / 3               # of the hosts send a long flow, the rest short files
@@ -56,12 +54,8 @@ class ShortflowsConfig(LongFlowSettings):
             return self.interval_s
         return PAPER_INTERVAL_S * PAPER_RATE_MBPS / self.link.bw_mbps
 
-    @property
-    def n_hosts(self) -> int:
-        return oversubscribed_hosts(self.k, self.ratio)
-
     def validate(self) -> None:
-        check_oversubscribed(self.k, self.ratio)
+        self.check_network()
         check_choices("--schemes", "scheme", self.schemes, SHORTFLOWS_SCHEMES)
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need 2..{MAX_SUBFLOWS}")

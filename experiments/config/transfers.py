@@ -3,13 +3,12 @@ sources): files from senders to receivers, timed until every receiver has
 its data, on two hosts over N switches and on FatTree(4)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.links import LinkParams
-from experiments.config.common import MAX_SUBFLOWS, check_cc, check_choices, check_seed, machine_cc
+from experiments.config.common import MAX_SUBFLOWS, TransferSettings, check_choices
 
 TRANSFERS_SWEEPS = ("nswitch", "fattree")
 MAX_SWITCHES = 8
@@ -33,7 +32,7 @@ class TransfersPoint:
 
 
 @dataclass(frozen=True)
-class TransfersConfig:
+class TransfersConfig(TransferSettings):
     """Everything `run_mptcp.sh transfers` was asked to do."""
     sweeps: tuple[str, ...] = TRANSFERS_SWEEPS
     switches: tuple[int, ...] = (2, 3, 4, 5)     # nswitch: subflows run 1..N on each
@@ -44,13 +43,9 @@ class TransfersConfig:
     # on links Mininet left unshaped; here 10 MB at 10 Mb/s, 8.4 s for one
     # TCP flow alone).
     file_mb: float = 10.0
-    link: LinkParams = field(default_factory=LinkParams)
-    seed: int = 0
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
 
     def validate(self) -> None:
-        self.link.validate()
+        self.check_settings()
         check_choices("--sweeps", "sweep", self.sweeps, TRANSFERS_SWEEPS)
         for flag, values, low, high in (("--switches", self.switches, 1, MAX_SWITCHES),
                                         ("--senders", self.senders, 1, FATTREE_SIDE),
@@ -63,8 +58,6 @@ class TransfersConfig:
                     raise ConfigError(f"{flag} {v}: must be within {low}..{high}")
         if not 0.001 <= self.file_mb <= 1000:
             raise ConfigError(f"--file-mb {self.file_mb}: must be within 0.001..1000")
-        check_cc(self.cc)
-        check_seed(self.seed)
 
     @property
     def file_bytes(self) -> int:
