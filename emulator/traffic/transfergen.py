@@ -49,6 +49,7 @@ from emulator.traffic.flowgen import _Control, _abort, _error_text, _say, _strea
 HEADER = struct.Struct("!II")         # index, size in bytes
 SOL_MPTCP, MPTCP_INFO = 284, 1        # include/uapi/linux/mptcp.h; the first byte is mptcpi_subflows
 CHUNK = 64 * 1024
+EXPIRY_SCAN_S = 0.5
 ZEROS = bytes(CHUNK)
 
 
@@ -91,6 +92,7 @@ class TransferLoop:
         self.pending = sorted((_Transfer(t) for t in setup["transfers"]),
                               key=lambda t: t.spec["at_s"])
         self.all = {t.index: t for t in self.pending}
+        self.unfinished = len(self.all)
         self.unclaimed: dict[socket.socket, bytes] = {}   # accepted, header not complete
         self.t0 = 0.0
 
@@ -99,7 +101,8 @@ class TransferLoop:
 
     def run(self, t0: float) -> list[dict]:
         self.t0 = t0
-        while any(not t.done for t in self.all.values()):
+        next_expiry = 0.0
+        while self.unfinished:
             wait = 0.2
             if self.pending:
                 wait = min(wait, max(0.0, self.pending[0].spec["at_s"] - self.now()))
@@ -108,7 +111,11 @@ class TransferLoop:
                 getattr(self, f"_on_{kind}")(key.fileobj, transfer, events)
             while self.pending and self.pending[0].spec["at_s"] <= self.now():
                 self._start(self.pending.pop(0))
-            self._expire()
+            # Timeouts are tens of seconds: the scan over every transfer runs
+            # twice a second, not on every event.
+            if self.now() >= next_expiry:
+                self._expire()
+                next_expiry = self.now() + EXPIRY_SCAN_S
         for sock in self.listeners + list(self.unclaimed):
             sock.close()
         return [t.result() for t in sorted(self.all.values(), key=lambda t: t.index)]
@@ -272,7 +279,9 @@ class TransferLoop:
                     pass
                 _abort(sock)
         t.client = t.server = None
-        t.done = True
+        if not t.done:
+            t.done = True
+            self.unfinished -= 1
 
 
 def _no_delay(sock: socket.socket) -> None:
