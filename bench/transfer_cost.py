@@ -30,7 +30,7 @@ from base.links import LinkParams  # noqa: E402
 from dctopo import WiFi3G  # noqa: E402
 from emulator.network import Network  # noqa: E402
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE  # noqa: E402
-from emulator.traffic.transfers import Transfer, TransferDriver  # noqa: E402
+from emulator.traffic.transfers import Transfer  # noqa: E402
 from workloads import poisson_starts  # noqa: E402
 
 SHORT_BYTES = 70_000
@@ -50,7 +50,7 @@ def main() -> None:
     rows = []
     with Network(WiFi3G(wifi=link, cell=link), LinkParams(), args.cc) as net, \
             tempfile.TemporaryDirectory() as tmp:
-        driver = TransferDriver(net.fabric, net.procs)
+        driver = net.transfers
         src, dst = net.topo.path_addresses("wifi")
         second = net.topo.path_addresses("3g")
         port = CLIENT_PORT_BASE

@@ -19,6 +19,7 @@ from emulator.fabrics.common import Fabric
 from emulator.fabrics import FABRICS
 from base.procs import ProcessTracker, run
 from emulator.traffic.drivers import DRIVERS
+from emulator.traffic.transfers import TransferDriver
 from kernel import transport
 from kernel.coupled_cc import CoupledCC
 from kernel.mptcp_pm import UserspacePM
@@ -33,6 +34,7 @@ class Network:
         self.procs = ProcessTracker()
         self.pm = UserspacePM()
         self.driver = DRIVERS[driver](self.fabric, self.procs)
+        self.transfers = TransferDriver(self.fabric, self.procs)     # starts nothing until run
         self.coupled_cc = CoupledCC(cc)
 
     def __enter__(self) -> "Network":

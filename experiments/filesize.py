@@ -26,7 +26,7 @@ from base.links import LinkParams
 from dctopo import WiFi3G
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE
-from emulator.traffic.transfers import Transfer, TransferDriver
+from emulator.traffic.transfers import Transfer
 from experiments.config.filesize import PACKET_BYTES, FilesizeConfig, FilesizePoint
 from experiments.longflows import closed_connections
 from experiments.runner import Experiment
@@ -38,7 +38,7 @@ CLOSED_WAIT_S = 2.0
 
 
 class FilesizeNetwork(Network):
-    """Two hosts, two equal paths, and the transfer driver.
+    """Two hosts, two equal paths.
 
     No keep-awake loops (emulator/keepawake.py), unlike E4: here they made
     completion times worse. One TCP transfer at a time at 100 Mb/s, 9 per
@@ -49,7 +49,6 @@ class FilesizeNetwork(Network):
 
     def __init__(self, link: LinkParams, cfg: FilesizeConfig):
         super().__init__(WiFi3G(wifi=link, cell=link), LinkParams(), cfg.cc, seed=cfg.seed)
-        self.transfers = TransferDriver(self.fabric, self.procs)
 
 
 class FilesizeExperiment(Experiment):

@@ -24,7 +24,7 @@ import statistics
 from pathlib import Path
 
 from dctopo import FatTree
-from emulator.traffic.transfers import Transfer, TransferDriver
+from emulator.traffic.transfers import Transfer
 from experiments.config.shortflows import ShortflowsPoint
 from experiments.longflows import mptcp_counters
 from experiments.racknet import RackExperiment, RackNetwork
@@ -40,12 +40,6 @@ SHORT_CLIENT_PORT_BASE = 65000
 SHORT_CC = "reno"               # the paper's short flows are single-path TCP
 
 
-class ShortflowsNetwork(RackNetwork):
-    def __init__(self, topo, cfg):
-        super().__init__(topo, cfg)
-        self.transfers = TransferDriver(self.fabric, self.procs)
-
-
 class ShortflowsExperiment(RackExperiment):
     name = "shortflows"
     MPTCP_SCHEMES = ("uncoupled", "ewtcp", "lia")
@@ -53,12 +47,12 @@ class ShortflowsExperiment(RackExperiment):
     def network_key(self, p: ShortflowsPoint) -> str:
         return p.cc
 
-    def network(self, cc: str) -> ShortflowsNetwork:
+    def network(self, cc: str) -> RackNetwork:
         cfg = self.cfg
-        return ShortflowsNetwork(FatTree(k=cfg.k, oversubscription=cfg.ratio),
+        return RackNetwork(FatTree(k=cfg.k, oversubscription=cfg.ratio),
                                  dataclasses.replace(cfg, cc=cc))
 
-    def prepare(self, net: ShortflowsNetwork) -> None:
+    def prepare(self, net: RackNetwork) -> None:
         self.say(f"built FatTree({self.cfg.k}) oversubscribed {self.cfg.ratio}:1 with cc {net.cc}: "
                  f"{len(net.fabric.hosts())} hosts")
 
@@ -67,7 +61,7 @@ class ShortflowsExperiment(RackExperiment):
         return (f"shortflows{cfg.k} long flows {SCHEME_LABELS[p.scheme]}, {cfg.file_bytes // 1000} KB "
                 f"files every {cfg.interval:g} s per host, {cfg.time_s:g} s after {cfg.warmup:g} s warm-up")
 
-    def run_point(self, net: ShortflowsNetwork, p: ShortflowsPoint, folder: Path) -> dict:
+    def run_point(self, net: RackNetwork, p: ShortflowsPoint, folder: Path) -> dict:
         cfg = self.cfg
         hosts = sorted(net.fabric.hosts())
         rng = random.Random(f"shortflows:{cfg.seed}")
@@ -103,7 +97,7 @@ class ShortflowsExperiment(RackExperiment):
             record["flags"].append("no_short_flow")
         return record
 
-    def _files(self, net: ShortflowsNetwork, pairs, rng: random.Random) -> list[Transfer]:
+    def _files(self, net: RackNetwork, pairs, rng: random.Random) -> list[Transfer]:
         """Each short host's files to its one receiver, arriving within the
         counted window as a Poisson process."""
         cfg = self.cfg

@@ -23,7 +23,7 @@ from pathlib import Path
 from dctopo import FatTree, NSwitch
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE
-from emulator.traffic.transfers import TRANSFER_TIMEOUT_S, Transfer, TransferDriver
+from emulator.traffic.transfers import TRANSFER_TIMEOUT_S, Transfer
 from experiments.config.transfers import TransfersConfig, TransfersPoint
 from experiments.longflows import PAYLOAD_PER_FRAME, closed_connections
 from experiments.runner import Experiment
@@ -33,12 +33,6 @@ SERVER_PORT = 7100
 PORTS_PER_RUN = 100         # client ports a run may use per host; a fresh block each run
 PORT_BLOCKS = 100
 CLOSED_WAIT_S = 2.0         # for the path manager to hear the transfers' connections close
-
-
-class TransfersNetwork(Network):
-    def __init__(self, topo, cfg: TransfersConfig):
-        super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed)
-        self.transfers = TransferDriver(self.fabric, self.procs)
 
 
 class TransfersExperiment(Experiment):
@@ -54,10 +48,10 @@ class TransfersExperiment(Experiment):
     def network_key(self, p: TransfersPoint) -> tuple[str, int]:
         return (p.sweep, p.switches)
 
-    def network(self, key: tuple[str, int]) -> TransfersNetwork:
+    def network(self, key: tuple[str, int]) -> Network:
         sweep, switches = key
         topo = NSwitch(n=switches, link=self.cfg.link) if sweep == "nswitch" else FatTree(k=4)
-        return TransfersNetwork(topo, self.cfg)
+        return Network(topo, self.cfg.link, self.cfg.cc, seed=self.cfg.seed)
 
     def describe(self, p: TransfersPoint) -> str:
         scheme = "TCP" if p.subflows == 1 else f"MPTCP-{p.subflows}"
@@ -68,7 +62,7 @@ class TransfersExperiment(Experiment):
     def run_dir(self, p: TransfersPoint) -> Path:
         return p.run_dir(self.cfg.results)
 
-    def run_point(self, net: TransfersNetwork, p: TransfersPoint, folder: Path) -> dict:
+    def run_point(self, net: Network, p: TransfersPoint, folder: Path) -> dict:
         port_base = CLIENT_PORT_BASE + (self.runs_done % PORT_BLOCKS) * PORTS_PER_RUN
         self.runs_done += 1
         net.pm.reset()
@@ -94,14 +88,14 @@ class TransfersExperiment(Experiment):
         need_s = max(into.values()) * 8 / (self.cfg.link.bw_mbps * 1e6 * PAYLOAD_PER_FRAME)
         return max(TRANSFER_TIMEOUT_S, 3 * need_s)
 
-    def _nswitch(self, net: TransfersNetwork, p: TransfersPoint, port: int) -> list[Transfer]:
+    def _nswitch(self, net: Network, p: TransfersPoint, port: int) -> list[Transfer]:
         src, dst = net.topo.path_addresses(0)
         if p.subflows > 1:
             net.pm.expand("h1", (src, port), (dst, SERVER_PORT), p.subflows,
                           paths=[net.topo.path_addresses(i) for i in range(1, p.subflows)])
         return [Transfer(0, "h1", "h2", src, dst, port, SERVER_PORT, 0.0, self.cfg.file_bytes)]
 
-    def _fattree(self, net: TransfersNetwork, p: TransfersPoint, port_base: int) -> list[Transfer]:
+    def _fattree(self, net: Network, p: TransfersPoint, port_base: int) -> list[Transfer]:
         hosts = sorted(net.fabric.hosts())
         rng = random.Random(f"transfers:{self.cfg.seed}:{p.senders}:{p.receivers}")
         senders = sorted(rng.sample([h for h in hosts if _pod(h) in (0, 2)], p.senders))
@@ -121,7 +115,7 @@ class TransfersExperiment(Experiment):
         return (f"all data in {done:.2f} s" if done is not None else "not every part arrived") + \
             f" ({record['parts']} parts, cpu {record['cpu_mean_pct']} %)"
 
-    def _record(self, net: TransfersNetwork, p: TransfersPoint, outcomes, cpu: CpuMonitor) -> dict:
+    def _record(self, net: Network, p: TransfersPoint, outcomes, cpu: CpuMonitor) -> dict:
         cfg = self.cfg
         failed = [o for o in outcomes if o.completion_s is None]
         starts = [o.start_s for o in outcomes if o.start_s is not None]

@@ -12,7 +12,7 @@ from base.links import LinkParams
 from dctopo import WiFi3G
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE
-from emulator.traffic.transfers import Transfer, TransferDriver
+from emulator.traffic.transfers import Transfer
 from experiments.config import FilesizeConfig
 from figures import filesize as filesize_fig
 from tests.conftest import ROOT, needs_root
@@ -38,7 +38,7 @@ def test_one_megabyte_takes_what_the_link_carries_and_mptcp_adds_its_second_path
     link = LinkParams(bw_mbps=10, queue_pkts=100)
     ideal_s = 8 * MB / (link.bw_mbps * 1e6 * PAYLOAD_SHARE)
     with Network(WiFi3G(wifi=link, cell=link), LinkParams(), "reno") as net:
-        driver = TransferDriver(net.fabric, net.procs)
+        driver = net.transfers
         src, dst = net.topo.path_addresses("wifi")
         server = net.fabric.pid("h2")
         took = {}
