@@ -13,6 +13,7 @@ before any network is built.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from dataclasses import dataclass
@@ -33,6 +34,9 @@ from harness.options import (cc_compare_config_from, cc_compare_parser,
                              oversub_parser, parser, topologies_config_from_args,
                              topologies_parser, wifi3g_config_from_args,
                              wifi3g_parser)
+
+# What a shell reports for a program that SIGPIPE ended (128 + 13).
+EXIT_BROKEN_PIPE = 141
 
 
 # -- running: one shape for every experiment -----------------------------------
@@ -139,10 +143,11 @@ def _notes(cfg, args) -> list[str]:
     return [n for n in notes if n]
 
 
-def _take_machine(cfg, argv: list[str], command: Command) -> ExperimentLock:
+def _take_machine(cfg, argv: list[str], command: Command) -> tuple[ExperimentLock, list[str]]:
     """The checks that need root and this machine, then the machine itself:
-    the experiment lock, and a results folder proven writable. Raises
-    ConfigError (exit status 2) with nothing started or written."""
+    the experiment lock, and a results folder proven writable. Returns the
+    lock and the notes to print. Raises ConfigError (exit status 2) with
+    nothing started or written."""
     from kernel import coupled_cc, preflight
     preflight.check_root()
     lock = ExperimentLock()     # first: a second run is told who runs, not what that run registered
@@ -153,10 +158,7 @@ def _take_machine(cfg, argv: list[str], command: Command) -> ExperimentLock:
     except ConfigError:
         lock.release()
         raise
-    for note in (took_over, coupled_cc.kernel_held_note()):
-        if note:
-            print(note)
-    return lock
+    return lock, [note for note in (took_over, coupled_cc.kernel_held_note()) if note]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,10 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg, args = command.config_from(rest)
         if args.validate_only:
             return 0
+        lock, machine_notes = None, []
         if command.machine:
-            lock = _take_machine(cfg, argv, command)
+            lock, machine_notes = _take_machine(cfg, argv, command)
         else:
-            lock = None
             check_folder_writable(cfg.results, "--results")
     except ConfigError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.runner import SweepError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
-        for note in _notes(cfg, args):
+        for note in machine_notes + _notes(cfg, args):
             print(note)
         return command.run(cfg)
     except KeyboardInterrupt:
@@ -190,6 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     except (SweepError, CalibrationError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # `run_mptcp.sh 4 | head` closed our output: the experiment has
+        # unwound by now like on Ctrl-C; stop as a pipe reader expects.
+        _silence_stdout()
+        print(f"{PROG}: output closed (broken pipe); stopped, the network and every process "
+              "of the experiment were removed, finished runs are kept", file=sys.stderr)
+        return EXIT_BROKEN_PIPE
     finally:
         if lock:
             lock.release()
@@ -204,6 +213,14 @@ def _plot(results: Path) -> int:
     give_to_invoking_user(results / "plots")
     give_to_invoking_user(results / "report.md")
     return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's last flush of the
+    closed pipe does not raise again at exit (Python's documented recipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _terminate_gracefully_on(*signals) -> None:

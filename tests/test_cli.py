@@ -160,3 +160,35 @@ def test_coupled_cc_needs_the_kfunc_and_the_default_falls_back(monkeypatch, kfun
         cfg, args = cli.COMMANDS["algorithms"].config_from([])
         assert cfg.schemes == ("tcp", "uncoupled") and "bpf_rdonly_cast" in args.notes[0]
     assert config_from_args(["4", "--cc", "reno"])[0].cc_note == ""
+
+
+def _run_with_stdout_closed(argv: list[str]) -> subprocess.CompletedProcess:
+    """The CLI with its output a pipe nobody reads any more, as after `| head`."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "harness.cli", *argv],
+                              cwd=ROOT, stdout=write_end, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+def test_closed_output_stops_the_command_in_one_line(tmp_path):
+    done = _run_with_stdout_closed(["model", "--k", "4", "--results", str(tmp_path)])
+    assert done.returncode == cli.EXIT_BROKEN_PIPE, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "run_mptcp.sh: output closed (broken pipe); stopped, the network and every process "
+        "of the experiment were removed, finished runs are kept"]
+
+
+@needs_root
+def test_closed_output_releases_the_machine(tmp_path):
+    from base.lock import ExperimentLock
+    before = Snapshot.take()
+    done = _run_with_stdout_closed(["4", "--subflows", "1", "--cc", "reno", "--time", "2",
+                                    "--results", str(tmp_path)])
+    assert done.returncode == cli.EXIT_BROKEN_PIPE, done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert ExperimentLock().holder() == {}, "the lock was not released"
+    assert Snapshot.take().new_since(before) == {}
