@@ -2,7 +2,8 @@
 
 A run writes into a hidden staging folder beside its final place
 (`.flows8.partial-<pid>`); only when run.json is complete does the staging
-folder take the place of the old run, in one `renameat2(RENAME_EXCHANGE)`.
+folder take the place of the old run, in one `renameat2(RENAME_EXCHANGE)`
+(in three renames on a filesystem without it, see `exchange`).
 A run that is interrupted or crashes leaves its staging folder, which the
 `RunStage` context removes, and the earlier run stays exactly as it was.
 Plotting ignores hidden folders, so a half-written run is never plotted.
@@ -10,6 +11,7 @@ Plotting ignores hidden folders, so a half-written run is never plotted.
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import shutil
@@ -22,11 +24,35 @@ RENAME_EXCHANGE = 2
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
-def exchange(a: Path, b: Path) -> None:
-    """Atomically swap two paths (both must exist)."""
+# What renameat2 answers where the filesystem cannot exchange (9p, which the
+# guests' shared folders are; vfat, minix; NFS before v4.2 servers that can).
+NO_EXCHANGE = {errno.EINVAL, errno.ENOTSUP, errno.ENOSYS}
+
+
+def renameat2_exchange(a: Path, b: Path) -> int:
+    """0, or the errno of renameat2(RENAME_EXCHANGE); the standard library
+    has no call for it."""
     if _libc.renameat2(AT_FDCWD, os.fsencode(a), AT_FDCWD, os.fsencode(b), RENAME_EXCHANGE) != 0:
-        err = ctypes.get_errno()
+        return ctypes.get_errno()
+    return 0
+
+
+def exchange(a: Path, b: Path) -> None:
+    """Swap two paths (both must exist): atomically where the filesystem
+    can; elsewhere in three renames, with `b` moved aside to a hidden name
+    (`.NAME.old-<pid>`) that `restore_aside` puts back if we die between them."""
+    err = renameat2_exchange(a, b)
+    if err in NO_EXCHANGE:
+        aside = aside_name(b, os.getpid())
+        os.rename(b, aside)
+        os.rename(a, b)
+        os.rename(aside, a)
+    elif err:
         raise OSError(err, os.strerror(err), f"{a} <-> {b}")
+
+
+def aside_name(final: Path, pid: int) -> Path:
+    return final.with_name(f".{final.name}.old-{pid}")
 
 
 def write_json(path: Path, data) -> None:
@@ -75,10 +101,16 @@ class RunStage:
 
     def _remove_stale_stages(self) -> None:
         """Staging folders of this run left by a harness that was killed
-        (SIGKILL gives no chance to clean up); a live one is not ours to touch."""
-        for stale in self.final.parent.glob(f".{self.final.name}.partial-*"):
-            pid = stale.name.rsplit("-", 1)[1]
-            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+        (SIGKILL gives no chance to clean up); a live one is not ours to touch.
+        An old run a killed harness had moved aside (`exchange` without
+        RENAME_EXCHANGE) goes back to its place if nothing took it."""
+        for stale in self.final.parent.glob(f".{self.final.name}.*-*"):
+            kind, pid = stale.name.rsplit("-", 1)
+            if not pid.isdigit() or Path(f"/proc/{pid}").exists():
+                continue
+            if kind.endswith(".old") and not self.final.exists():
+                os.rename(stale, self.final)
+            elif kind.endswith((".old", ".partial")):
                 shutil.rmtree(stale, ignore_errors=True)
 
     def commit(self, record: dict) -> None:

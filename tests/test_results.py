@@ -37,3 +37,34 @@ def test_stage_of_a_killed_harness_is_removed(tmp_path):
     with RunStage(tmp_path / "flows8") as stage:
         stage.commit({"n": 1})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flows8"]
+
+
+def refuse_exchange(monkeypatch):
+    """What 9p (the guests' shared folders) answers to RENAME_EXCHANGE."""
+    import errno
+    from experiments import staging
+    monkeypatch.setattr(staging, "renameat2_exchange", lambda a, b: errno.EINVAL)
+
+
+def test_commit_replaces_the_old_run_without_rename_exchange(tmp_path, monkeypatch):
+    refuse_exchange(monkeypatch)
+    final = tmp_path / "flows8"
+    with RunStage(final) as stage:
+        (stage.path / "cpu.csv").write_text("old\n")
+        stage.commit({"n": 1})
+    with RunStage(final) as stage:
+        stage.commit({"n": 2})
+    assert json.loads((final / "run.json").read_text()) == {"n": 2}
+    assert not (final / "cpu.csv").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["flows8"]
+
+
+def test_old_run_moved_aside_by_a_killed_harness_is_put_back(tmp_path):
+    aside = tmp_path / ".flows8.old-999999999"         # killed between the renames
+    aside.mkdir()
+    (aside / "run.json").write_text('{"n": 1}')
+    (tmp_path / ".flows8.partial-999999999").mkdir()
+    with RunStage(tmp_path / "flows8"):
+        pass                                          # interrupted before commit
+    assert json.loads((tmp_path / "flows8" / "run.json").read_text()) == {"n": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["flows8"]
