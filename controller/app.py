@@ -100,13 +100,23 @@ class EcmpController(app_manager.OSKenApp):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         with open(CONF.ecmp_spec, "rb") as f:
-            spec = pickle.load(f)
+            self._setup(pickle.load(f))
+        self._write_status()
+        hub.spawn(self._heartbeat)
+
+    def _setup(self, spec: dict) -> None:
+        """Everything the handlers use, from the fabric's spec (apart from
+        os-ken's app manager and threads, so that tests can drive handlers)."""
         self.topo = spec["topo"]
         self.mode: str = spec["mode"]
         self.seed: int = spec["seed"]
         self.idle_timeout: int = spec["idle_timeout_s"]
         self.status_path: str = spec["status"]
         self.switch_of = {dpid: name for name, dpid in datapath_ids(self.topo).items()}
+        # Each connection's switch, by its os-ken Datapath object: set from
+        # the features reply itself. os-ken's own handler sets `dp.id` from
+        # that reply too, but in its own thread, which can run after ours.
+        self.switch_at: dict[object, str] = {}
         self.ports = paths.port_map(self.topo)
         self.macs = {a: host_mac(a) for h in self.topo.hosts() for a in self.topo.host_addresses(h)}
         self.out_ports = paths.out_ports(self.topo) if self.mode == "proactive" else {}
@@ -116,8 +126,6 @@ class EcmpController(app_manager.OSKenApp):
         self.counts = {"packet_in": 0, "arp_replies": 0, "flows_routed": 0, "unroutable": 0}
         self.last_echo = 0.0
         self._status_lock = threading.Lock()
-        self._write_status()
-        hub.spawn(self._heartbeat)
 
     # -- status for the harness -----------------------------------------------
     def _write_status(self) -> None:
@@ -148,10 +156,17 @@ class EcmpController(app_manager.OSKenApp):
     @set_ev_cls(ofp_event.EventOFPSwitchFeatures, CONFIG_DISPATCHER)
     def switch_features(self, ev) -> None:
         dp = ev.msg.datapath
-        switch = self.switch_of.get(dp.id)
+        # The reply's datapath_id, not dp.id: with os-ken's native threads our
+        # handler can run before os-ken's sets dp.id, which then reads None.
+        # Read that way, a switch was now and then never configured: "the
+        # controller configured 19 of 20 switches in 60 s", Open vSwitch
+        # reporting the missing one connected (a Debian 13 guest in CI).
+        dpid = ev.msg.datapath_id
+        switch = self.switch_of.get(dpid)
         if switch is None:
-            self.logger.warning("unknown datapath %016x", dp.id)
+            self.logger.warning("unknown datapath %s", dpid)
             return
+        self.switch_at[dp] = switch
         self.datapaths[switch] = dp
         ofp, parser = dp.ofproto, dp.ofproto_parser
         # Start from nothing: a fresh controller after a crash owns the tables.
@@ -165,7 +180,7 @@ class EcmpController(app_manager.OSKenApp):
         if self.mode == "proactive":
             self._install_routes(dp, switch)
         dp.send_msg(parser.OFPBarrierRequest(dp))
-        self.logger.info("%s (%016x) connected, %s", switch, dp.id, self.mode)
+        self.logger.info("%s (%016x) connected, %s", switch, dpid, self.mode)
 
     # CONFIG_DISPATCHER too: os-ken hands the features reply to this app's
     # thread before its own handler asks for the port list, whose reply moves
@@ -175,7 +190,7 @@ class EcmpController(app_manager.OSKenApp):
     # CI run where 5 of 20 switches were configured in 60 s).
     @set_ev_cls(ofp_event.EventOFPBarrierReply, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def barrier_reply(self, ev) -> None:
-        switch = self.switch_of.get(ev.msg.datapath.id)
+        switch = self.switch_at.get(ev.msg.datapath)
         with self._status_lock:
             if not switch or switch in self.ready:
                 return
@@ -211,14 +226,14 @@ class EcmpController(app_manager.OSKenApp):
         msg = ev.msg
         self.counts["switch_errors"] = self.counts.get("switch_errors", 0) + 1
         self.logger.error("%s: OpenFlow error type %d code %d: %s",
-                          self.switch_of.get(msg.datapath.id), msg.type, msg.code, bytes(msg.data)[:64].hex())
+                          self.switch_at.get(msg.datapath), msg.type, msg.code, bytes(msg.data)[:64].hex())
 
     # -- packets sent to us ---------------------------------------------------------
     @set_ev_cls(ofp_event.EventOFPPacketIn, MAIN_DISPATCHER)
     def packet_in(self, ev) -> None:
         msg = ev.msg
         dp = msg.datapath
-        switch = self.switch_of.get(dp.id)
+        switch = self.switch_at.get(dp)
         in_port = msg.match["in_port"]
         pkt = packet.Packet(msg.data)
         self.counts["packet_in"] += 1

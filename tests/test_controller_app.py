@@ -60,3 +60,58 @@ def test_openflow_preflight_names_what_is_missing(monkeypatch):
                         lambda name: None if name == "ovs-vswitchd" else real(name))
     with pytest.raises(preflight.PreflightError, match="ovs-vswitchd.*openvswitch-switch"):
         preflight.check_openflow()
+
+
+class FakeDatapath:
+    """What the handlers use of an os-ken Datapath: `id`, which os-ken's own
+    features handler sets in its own thread (None until then), the OpenFlow
+    1.5 modules, and send_msg (kept here, nothing is serialized)."""
+
+    def __init__(self):
+        from os_ken.ofproto import ofproto_v1_5, ofproto_v1_5_parser
+        self.id = None
+        self.ofproto, self.ofproto_parser = ofproto_v1_5, ofproto_v1_5_parser
+        self.sent = []
+
+    def send_msg(self, msg) -> None:
+        self.sent.append(msg)
+
+
+def test_a_switch_is_configured_before_os_ken_has_set_its_datapath_id(tmp_path):
+    """The features reply reaches our handler while os-ken's has not yet set
+    dp.id (their threads race): the switch is still configured from the
+    reply's own datapath_id, and its barrier reply counts it as ready."""
+    import json
+    import logging
+    from types import SimpleNamespace
+
+    from controller.app import EcmpController
+    topo = FatTree(k=4)
+    app = EcmpController.__new__(EcmpController)      # handlers only: no app manager, no threads
+    app.logger = logging.getLogger("test_controller_app")
+    status = tmp_path / "status.json"
+    app._setup({"topo": topo, "mode": "proactive", "seed": 0, "idle_timeout_s": 30,
+                "status": str(status)})
+    dp = FakeDatapath()
+    app.switch_features(SimpleNamespace(msg=SimpleNamespace(datapath=dp,
+                                                            datapath_id=datapath_ids(topo)["a1_0"])))
+    assert dp.sent, "the switch was not configured"
+    kinds = [type(m).__name__ for m in dp.sent]
+    assert kinds[-1] == "OFPBarrierRequest" and kinds.count("OFPGroupMod") >= 2, kinds
+    assert dp.id is None                              # os-ken's handler still has not run
+    app.barrier_reply(SimpleNamespace(msg=SimpleNamespace(datapath=dp)))
+    assert app.ready == {"a1_0"}
+    assert json.loads(status.read_text())["ready"] == ["a1_0"]
+
+
+def test_a_start_timeout_quotes_the_log_of_that_start(tmp_path):
+    from emulator.fabrics.openflow import _log_excerpt
+    log = tmp_path / "controller.log"
+    log.write_text("--- controller start 1 (proactive)\nunknown datapath 7\n"
+                   "--- controller start 2 (proactive)\ne0_0 (0000000000000001) connected, proactive\n"
+                   "a3_0: OpenFlow error type 1 code 2: 00\nsomething else\n")
+    assert _log_excerpt(log, ["a3_0"]) == "; the log says: a3_0: OpenFlow error type 1 code 2: 00"
+    assert _log_excerpt(log, ["c1"]).startswith("; the log says: a3_0")     # "rror" matches
+    log.write_text("--- controller start 1 (proactive)\ne0_0 connected\n")
+    assert _log_excerpt(log, ["a3_0"]) == "; the log names none of them"
+    assert _log_excerpt(tmp_path / "missing.log", ["a3_0"]) == ""

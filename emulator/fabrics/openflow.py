@@ -248,7 +248,8 @@ class OpenFlowFabric(Fabric):
                 raise CommandError(
                     f"the controller configured {len(ready)} of {len(want)} switches in "
                     f"{READY_TIMEOUT_S} s (missing: {', '.join(missing)}; Open vSwitch reports "
-                    f"{self._connection_view(missing)}); see {log_path}")
+                    f"{self._connection_view(missing)}); see {log_path}"
+                    + _log_excerpt(log_path, missing))
             time.sleep(0.1)
 
     def stop_controller(self) -> None:
@@ -348,6 +349,20 @@ def _spread(topo: DCTopo, daemons: int) -> dict[str, int]:
             spread[s] = podless.index(s) * daemons // len(podless)
     used = sorted(set(spread.values()))
     return {s: used.index(d) for s, d in spread.items()}     # no empty daemon
+
+
+def _log_excerpt(log_path: Path, missing: list[str], lines: int = 6) -> str:
+    """The controller log's last lines of this start that name a missing
+    switch or say something went wrong, for an error message that must
+    explain itself where the log does not outlive the run (a CI guest)."""
+    try:
+        text = log_path.read_text(errors="replace")
+    except OSError:
+        return ""
+    this_start = text.rsplit("--- controller start", 1)[-1].splitlines()
+    words = (*missing, "unknown", "rror", "Traceback", "arning")
+    picked = [line.strip() for line in this_start if any(w in line for w in words)]
+    return ("; the log says: " + " | ".join(picked[-lines:])) if picked else "; the log names none of them"
 
 
 def _controller_env() -> dict[str, str]:
