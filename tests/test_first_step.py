@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from harness.cli import SUBCOMMANDS
 from tests.conftest import ROOT, needs_root
 
 pytestmark = needs_root
@@ -34,8 +35,12 @@ def test_nothing_is_importable_in_the_imitation():
     assert done.returncode == 1 and "No module named 'mininet'" in done.stderr
 
 
-@pytest.mark.parametrize("sub", ["4", "4 all --subflows 1,8 --fabric openflow", "wifi3g", "dhft",
-                                 "algorithms", "hotspot --k 6", "--cc reno wifi3g"])
+# Every subcommand of the registry with its defaults, and a few with options.
+SUBCOMMAND_CHECKS = [*SUBCOMMANDS, "4", "4 all --subflows 1,8 --fabric openflow", "hotspot --k 6",
+                     "--cc reno wifi3g"]
+
+
+@pytest.mark.parametrize("sub", SUBCOMMAND_CHECKS)
 def test_every_subcommand_checks_its_input_with_the_standard_library_only(sub):
     done = fresh_machine(f"PYTHONPATH={ROOT} /usr/bin/python3 -m harness.cli --validate-only {sub}")
     assert done.returncode == 0, done.stderr
