@@ -73,11 +73,22 @@ def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, 
         (hurt["flags"], hurt.get("health"), hurt.get("event"))
     assert any("starting a fresh controller" in line for line in lines), lines
     assert new_pid != old_pid
-    # The replacement restores the fabric: no flag but the userspace datapath's
-    # CPU (at 1 Mb/s, CI once saw the run after the replacement cpu_saturated;
-    # what this machine's datapath can carry is bench/fabric_compare.py's).
-    assert set(after["flags"]) <= {"cpu_saturated"}, why_flagged(after)
-    assert all(f["goodput_mbps"] > 0 for f in after["flows"])
+    # The replacement restores the fabric: every flow carries, and no flag but
+    # the userspace datapath's CPU (at 1 Mb/s, CI once saw the run after the
+    # replacement cpu_saturated; what this machine's datapath can carry is
+    # bench/fabric_compare.py's), or subflows missing where the kernel itself
+    # says why: a data connection whose SYN was retransmitted without
+    # MP_CAPABLE (MPTcpExtMPCapableSYNTXDisabled) fell back to TCP, so it has
+    # no subflow at all. That is the start-up effect of 1 Mb/s queues the
+    # comment above describes, not the controller's (CI, Debian 13 guest: one
+    # connection of 16, two such SYNs, the flow carrying 0.72 Mb/s).
+    assert all(f["goodput_mbps"] > 0 for f in after["flows"]), why_flagged(after)
+    fell_back = after["kernel_counters"].get("MPTcpExtMPCapableSYNTXDisabled", 0)
+    short = [f for f in after["flows"] if f["subflows_established"] < 2]
+    explained = bool(short) and len(short) <= fell_back and all(
+        f["subflows_established"] == 0 for f in short)
+    allowed = {"cpu_saturated"} | ({"subflows_missing"} if explained else set())
+    assert set(after["flags"]) <= allowed, why_flagged(after)
 
 
 def why_flagged(record: dict) -> str:
