@@ -40,7 +40,8 @@ def renameat2_exchange(a: Path, b: Path) -> int:
 def exchange(a: Path, b: Path) -> None:
     """Swap two paths (both must exist): atomically where the filesystem
     can; elsewhere in three renames, with `b` moved aside to a hidden name
-    (`.NAME.old-<pid>`) that `restore_aside` puts back if we die between them."""
+    (`.NAME.old-<pid>`) that the next RunStage puts back if we die between
+    them (RunStage._remove_stale_stages)."""
     err = renameat2_exchange(a, b)
     if err in NO_EXCHANGE:
         aside = aside_name(b, os.getpid())
