@@ -58,8 +58,8 @@ class ShortflowsExperiment(RackExperiment):
 
     def describe(self, p: ShortflowsPoint) -> str:
         cfg = self.cfg
-        return (f"shortflows{cfg.k} long flows {SCHEME_LABELS[p.scheme]}, {cfg.file_bytes // 1000} KB "
-                f"files every {cfg.interval:g} s per host, {cfg.time_s:g} s after {cfg.warmup:g} s warm-up")
+        return (f"shortflows{cfg.k} long flows {SCHEME_LABELS[p.scheme]}, {cfg.sizes.describe()} "
+                f"every {cfg.interval:g} s per host, {cfg.time_s:g} s after {cfg.warmup:g} s warm-up")
 
     def run_point(self, net: RackNetwork, p: ShortflowsPoint, folder: Path) -> dict:
         cfg = self.cfg
@@ -106,7 +106,7 @@ class ShortflowsExperiment(RackExperiment):
             for i, at in enumerate(poisson_starts(1 / cfg.interval, cfg.time_s, rng)):
                 files.append(Transfer(len(files), pair.src, pair.dst, net.fabric.host_ip(pair.src),
                                       net.fabric.host_ip(pair.dst), SHORT_CLIENT_PORT_BASE + i,
-                                      SHORT_SERVER_PORT, cfg.warmup + at, cfg.file_bytes))
+                                      SHORT_SERVER_PORT, cfg.warmup + at, cfg.sizes.draw(rng)))
         return files
 
     def config_record(self, net: RackNetwork, p: ShortflowsPoint, subflows: int) -> dict:
@@ -114,7 +114,9 @@ class ShortflowsExperiment(RackExperiment):
         return {
             "k": cfg.k, "ratio": cfg.ratio, "scheme": p.scheme, "cc": p.cc, "subflows": subflows,
             "multipath_subflows": cfg.subflows,
-            "long_share": round(cfg.long_share, 4), "file_bytes": cfg.file_bytes,
+            "long_share": round(cfg.long_share, 4),
+            "file_bytes": cfg.file_bytes if cfg.file_cdf is None else None,
+            "file_sizes": cfg.sizes.to_record(),
             "interval_s": cfg.interval, "short_cc": SHORT_CC, "bw_mbps": cfg.link.bw_mbps,
             "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,
             "seed": cfg.seed, "fabric": cfg.fabric, "workload": "shortflows",
@@ -129,7 +131,8 @@ class ShortflowsExperiment(RackExperiment):
 
 
 def _short_record(outcomes, driver_cpu_s: float | None) -> dict:
-    times = sorted(1000 * o.completion_s for o in outcomes if o.completion_s is not None)
+    done = sorted((1000 * o.completion_s, o.transfer.size) for o in outcomes if o.completion_s is not None)
+    times = [t for t, _ in done]
     q = statistics.quantiles(times, n=100, method="inclusive") if len(times) > 1 else times * 99
     return {
         "files": len(outcomes),
@@ -137,6 +140,7 @@ def _short_record(outcomes, driver_cpu_s: float | None) -> dict:
         "failed": sum(1 for o in outcomes if o.error),
         "errors": sorted({o.error for o in outcomes if o.error})[:10],
         "completion_ms": [round(t, 3) for t in times],
+        "size_bytes": [size for _, size in done],      # each completed file's, in completion_ms's order
         "median_ms": round(statistics.median(times), 3) if times else None,
         "p90_ms": round(q[89], 3) if times else None,
         "p99_ms": round(q[98], 3) if times else None,

@@ -57,8 +57,17 @@ def _subtitle(runs: dict[str, Run]) -> str:
     c = next(iter(runs.values())).record["config"]
     return (f"FatTree({c['k']}) {c['ratio']}:1 oversubscribed, {c['bw_mbps']:g} Mb/s links; a third of "
             f"the hosts send a long flow ({c['multipath_subflows']} subflows when multipath), the rest "
-            f"{c['file_bytes'] // 1000} KB files by TCP every {c['interval_s']:g} s (Poisson); "
+            f"{_files(c)} by TCP every {c['interval_s']:g} s (Poisson); "
             f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+
+
+def _files(config: dict) -> str:
+    """The short files' sizes as the run had them: fixed, or from a CDF file
+    (records before the CDF option have file_bytes only)."""
+    sizes = config.get("file_sizes") or {"kind": "fixed", "size_bytes": config["file_bytes"]}
+    if sizes["kind"] == "cdf":
+        return f"files from {Path(sizes['source']).name} (mean {sizes['mean_bytes'] / 1000:.0f} KB)"
+    return f"{sizes['size_bytes'] / 1000:g} KB files"
 
 
 def draw(runs: dict[str, Run], out: Path) -> Drawn:

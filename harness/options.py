@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from base.files import check_folder_path
+from base.flowsizes import EmpiricalSizes
 from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
                                 DHFT_SWEEPS, DRIVERS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
@@ -289,6 +290,9 @@ def shortflows_parser() -> argparse.ArgumentParser:
     p.add_argument("--long-share", type=finite, default=d.long_share,
                    help="share of the hosts that send a long flow (a third)")
     p.add_argument("--file-bytes", type=int, default=d.file_bytes, help="short file size (%(default)s)")
+    p.add_argument("--file-cdf", default=None, metavar="FILE",
+                   help="draw the short files' sizes from a CDF file instead: lines "
+                        "'<size bytes> <cumulative fraction>' (README)")
     p.add_argument("--interval", type=finite, default=None,
                    help="mean seconds between one host's files (the paper's 0.2 at 100 Mb/s, "
                         "times 100/bw)")
@@ -308,7 +312,8 @@ def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argp
         schemes = name_list(args.schemes)
     cfg, args = _shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
                                subflows=args.subflows, long_share=args.long_share,
-                               file_bytes=args.file_bytes, interval_s=args.interval)
+                               file_bytes=args.file_bytes, interval_s=args.interval,
+                               file_cdf=EmpiricalSizes.from_option(args.file_cdf))
     if cfg.coupled_schemes() and not coupled_cc_supported():
         raise ConfigError(f"--schemes {','.join(cfg.coupled_schemes())}: "
                           + default_cc()[1].split(": ", 1)[1])

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
+from base.flowsizes import EmpiricalSizes, FileSizes, FixedSize
 from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS,
@@ -41,9 +42,11 @@ class ShortflowsConfig(OversubscribedSettings):
     subflows: int = 4                       # the long flows' under the multipath schemes (E8's)
     long_share: float = 1 / 3               # of the hosts send a long flow, the rest short files
     file_bytes: int = FILE_BYTES
+    # Sizes from a CDF file instead of file_bytes (base/flowsizes.py).
+    file_cdf: EmpiricalSizes | None = None
     # Mean gap between one host's short files. None: the paper's 200 ms at
-    # 100 Mb/s scaled to the link rate, so short files load a host's link
-    # by the same share (2.8 %).
+    # 100 Mb/s scaled to the link rate and to the files' mean size, so short
+    # files load a host's link by the same share (2.8 %).
     interval_s: float | None = None
     time_s: float = 40.0
     link: LinkParams = field(default_factory=LinkParams)
@@ -52,7 +55,13 @@ class ShortflowsConfig(OversubscribedSettings):
     def interval(self) -> float:
         if self.interval_s is not None:
             return self.interval_s
-        return PAPER_INTERVAL_S * PAPER_RATE_MBPS / self.link.bw_mbps
+        return (PAPER_INTERVAL_S * PAPER_RATE_MBPS / self.link.bw_mbps
+                * self.sizes.mean_bytes / FILE_BYTES)
+
+    @property
+    def sizes(self) -> FileSizes:
+        """The short files' size distribution."""
+        return self.file_cdf if self.file_cdf is not None else FixedSize(self.file_bytes)
 
     def validate(self) -> None:
         self.check_network()
@@ -63,6 +72,8 @@ class ShortflowsConfig(OversubscribedSettings):
             raise ConfigError(f"--long-share {self.long_share}: a fraction of the hosts, within 0..1")
         if not 1 <= self.file_bytes <= 100_000_000:
             raise ConfigError(f"--file-bytes {self.file_bytes}: must be within 1..100000000")
+        if self.file_cdf is not None and self.file_bytes != FILE_BYTES:
+            raise ConfigError("--file-bytes and --file-cdf: give one of them")
         if self.interval_s is not None and not 0.01 <= self.interval_s <= 600:
             raise ConfigError(f"--interval {self.interval_s}: must be within 0.01..600 s")
         self.check_settings()
