@@ -64,9 +64,8 @@ class EmpiricalSizes:
         i = bisect.bisect_left(fractions, u)
         if i == 0:
             return self.points[0][0]
+        # f0 < u <= f1 here, so a flat step (f0 == f1) is never inside one.
         (s0, f0), (s1, f1) = self.points[i - 1], self.points[i]
-        if f1 == f0:                # a flat step: no flow between s0 and s1
-            return s1
         return max(1, round(s0 + (s1 - s0) * (u - f0) / (f1 - f0)))
 
     @property
