@@ -139,5 +139,10 @@ def test_every_tier_spreads_upward_traffic(ft4, tmp_path):
         sent = {n: after[sw][n] - before[sw][n] for n in names}
         total = sum(sent.values())
         assert total > 0, sw
-        # an even split is 50 %; a polarized tier leaves one uplink at ~0
-        assert min(sent.values()) > 0.10 * total, (sw, sent)
+        # A polarized tier leaves one uplink at ~0: no subflow leaves by it.
+        # Bytes need not split evenly, since the coupled congestion control
+        # moves them between paths. In a Debian 12 guest under full emulation
+        # (openflow-reactive), a0_1 once sent 8 % of its bytes on one uplink
+        # and 92 % on the other, so the bar is 1 % (as in
+        # test_subflows_spread_over_the_core).
+        assert min(sent.values()) > 0.01 * total, (sw, sent)
