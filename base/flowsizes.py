@@ -146,3 +146,12 @@ class EmpiricalSizes:
 
 
 FileSizes = FixedSize | EmpiricalSizes
+
+
+def from_record(sizes: dict) -> FileSizes:
+    """The sizes a record's config.file_sizes describes (to_record's
+    inverse), so a figure names them the way the run did."""
+    if sizes["kind"] == "cdf":
+        points = tuple((int(size), float(fraction)) for size, fraction in sizes["points"])
+        return EmpiricalSizes(points, sizes.get("source", ""))
+    return FixedSize(int(sizes["size_bytes"]))

@@ -14,7 +14,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
-from base import records
+from base import flowsizes, records
 from figures.runs import Drawn, draw_each, note, save_figure, section_head
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "uncoupled": ("UNCOUPLED", "#d62728"),
@@ -64,10 +64,9 @@ def _subtitle(runs: dict[str, Run]) -> str:
 def _files(config: dict) -> str:
     """The short files' sizes as the run had them: fixed, or from a CDF file
     (records before the CDF option have file_bytes only)."""
-    sizes = config.get("file_sizes") or {"kind": "fixed", "size_bytes": config["file_bytes"]}
-    if sizes["kind"] == "cdf":
-        return f"files from {Path(sizes['source']).name} (mean {sizes['mean_bytes'] / 1000:.0f} KB)"
-    return f"{sizes['size_bytes'] / 1000:g} KB files"
+    if "file_sizes" in config:
+        return flowsizes.from_record(config["file_sizes"]).describe()
+    return flowsizes.FixedSize(config["file_bytes"]).describe()
 
 
 def draw(runs: dict[str, Run], out: Path) -> Drawn:
