@@ -115,7 +115,7 @@ class ShortflowsExperiment(RackExperiment):
             "k": cfg.k, "ratio": cfg.ratio, "scheme": p.scheme, "cc": p.cc, "subflows": subflows,
             "multipath_subflows": cfg.subflows,
             "long_share": round(cfg.long_share, 4),
-            "file_bytes": cfg.file_bytes if cfg.file_cdf is None else None,
+            "file_bytes": cfg.sizes.size_bytes if cfg.file_cdf is None else None,
             "file_sizes": cfg.sizes.to_record(),
             "interval_s": cfg.interval, "short_cc": SHORT_CC, "bw_mbps": cfg.link.bw_mbps,
             "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,

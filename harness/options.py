@@ -17,6 +17,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
+from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option,
                                     add_fabric_option, add_link_options, add_long_flow_options,
                                     add_name_list, add_number_list, add_rack_sweep_options,
@@ -289,13 +290,13 @@ def shortflows_parser() -> argparse.ArgumentParser:
                    help="subflows of a multipath long flow (%(default)s)")
     p.add_argument("--long-share", type=finite, default=d.long_share,
                    help="share of the hosts that send a long flow (a third)")
-    p.add_argument("--file-bytes", type=int, default=d.file_bytes, help="short file size (%(default)s)")
+    p.add_argument("--file-bytes", type=int, default=None, help=f"short file size ({FILE_BYTES})")
     p.add_argument("--file-cdf", default=None, metavar="FILE",
                    help="draw the short files' sizes from a CDF file instead: lines "
                         "'<size bytes> <cumulative fraction>' (README)")
     p.add_argument("--interval", type=finite, default=None,
                    help="mean seconds between one host's files (the paper's 0.2 at 100 Mb/s, "
-                        "times 100/bw)")
+                        "times 100/bw, times the files' mean size over 70 KB)")
     add_long_flow_options(p, d, cc=False)
     return p
 

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from base.errors import ConfigError
-from base.flowsizes import EmpiricalSizes, FixedSize
+from base.flowsizes import EmpiricalSizes, FixedSize, from_record
 from base.links import LinkParams
 from experiments.config import ShortflowsConfig
 from tests.conftest import ROOT
@@ -95,10 +95,21 @@ def test_the_script_refuses_a_bad_cdf_file_in_one_line(make, words, tmp_path):
     assert done.returncode == 2 and len(lines) == 1 and words in lines[0], (done.returncode, lines)
 
 
-def test_file_bytes_and_a_cdf_together_are_refused():
+@pytest.mark.parametrize("file_bytes", [1000, 70_000])     # 70 000: the default, typed
+def test_file_bytes_and_a_cdf_together_are_refused(file_bytes):
     sizes = EmpiricalSizes.from_text(TABLE)
     with pytest.raises(ConfigError, match="give one of them"):
-        ShortflowsConfig(file_bytes=1000, file_cdf=sizes).validate()
+        ShortflowsConfig(file_bytes=file_bytes, file_cdf=sizes).validate()
+
+
+def test_without_either_option_every_file_is_the_papers_70_kb():
+    assert ShortflowsConfig().sizes == FixedSize(70_000)
+    assert ShortflowsConfig(file_bytes=5000).sizes == FixedSize(5000)
+
+
+def test_a_record_gives_back_the_sizes_it_was_written_from():
+    for sizes in (EmpiricalSizes.from_text(TABLE, "web.cdf"), FixedSize(70_000)):
+        assert from_record(sizes.to_record()) == sizes
 
 
 def test_the_experiment_draws_its_files_from_the_cdf_and_records_them(tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.flowsizes import EmpiricalSizes, FileSizes, FixedSize
+from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes, FileSizes, FixedSize
 from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS,
@@ -41,7 +41,10 @@ class ShortflowsConfig(OversubscribedSettings):
     schemes: tuple[str, ...] = SHORTFLOWS_SCHEMES
     subflows: int = 4                       # the long flows' under the multipath schemes (E8's)
     long_share: float = 1 / 3               # of the hosts send a long flow, the rest short files
-    file_bytes: int = FILE_BYTES
+    # One size for every file; None: the paper's 70 KB, unless file_cdf is
+    # given. None rather than 70000 so that --file-bytes 70000 beside
+    # --file-cdf is seen as the conflict it is.
+    file_bytes: int | None = None
     # Sizes from a CDF file instead of file_bytes (base/flowsizes.py).
     file_cdf: EmpiricalSizes | None = None
     # Mean gap between one host's short files. None: the paper's 200 ms at
@@ -61,7 +64,9 @@ class ShortflowsConfig(OversubscribedSettings):
     @property
     def sizes(self) -> FileSizes:
         """The short files' size distribution."""
-        return self.file_cdf if self.file_cdf is not None else FixedSize(self.file_bytes)
+        if self.file_cdf is not None:
+            return self.file_cdf
+        return FixedSize(FILE_BYTES if self.file_bytes is None else self.file_bytes)
 
     def validate(self) -> None:
         self.check_network()
@@ -70,9 +75,9 @@ class ShortflowsConfig(OversubscribedSettings):
             raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need 2..{MAX_SUBFLOWS}")
         if not 0 < self.long_share < 1:
             raise ConfigError(f"--long-share {self.long_share}: a fraction of the hosts, within 0..1")
-        if not 1 <= self.file_bytes <= 100_000_000:
-            raise ConfigError(f"--file-bytes {self.file_bytes}: must be within 1..100000000")
-        if self.file_cdf is not None and self.file_bytes != FILE_BYTES:
+        if self.file_bytes is not None and not 1 <= self.file_bytes <= MAX_FILE_BYTES:
+            raise ConfigError(f"--file-bytes {self.file_bytes}: must be within 1..{MAX_FILE_BYTES}")
+        if self.file_cdf is not None and self.file_bytes is not None:
             raise ConfigError("--file-bytes and --file-cdf: give one of them")
         if self.interval_s is not None and not 0.01 <= self.interval_s <= 600:
             raise ConfigError(f"--interval {self.interval_s}: must be within 0.01..600 s")
