@@ -153,5 +153,5 @@ def from_record(sizes: dict) -> FileSizes:
     inverse), so a figure names them the way the run did."""
     if sizes["kind"] == "cdf":
         points = tuple((int(size), float(fraction)) for size, fraction in sizes["points"])
-        return EmpiricalSizes(points, sizes.get("source", ""))
+        return EmpiricalSizes(points, sizes["source"])
     return FixedSize(int(sizes["size_bytes"]))

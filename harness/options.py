@@ -278,7 +278,7 @@ filesize_config_from_args = _own_config_command(filesize_parser, lambda a, cc: F
 
 def shortflows_parser() -> argparse.ArgumentParser:
     d = ShortflowsConfig()
-    p = subcommand_parser("shortflows", "Paper Fig. 12: 70 KB files by TCP beside long flows of each "
+    p = subcommand_parser("shortflows", f"Paper Fig. 12: {FILE_BYTES // 1000} KB files by TCP beside long flows of each "
                                         "scheme on the 4:1 oversubscribed FatTree.")
     p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
     p.add_argument("--ratio", type=int, default=d.ratio,
@@ -296,7 +296,7 @@ def shortflows_parser() -> argparse.ArgumentParser:
                         "'<size bytes> <cumulative fraction>' (README)")
     p.add_argument("--interval", type=finite, default=None,
                    help="mean seconds between one host's files (the paper's 0.2 at 100 Mb/s, "
-                        "times 100/bw, times the files' mean size over 70 KB)")
+                        f"times 100/bw, times the files' mean size over {FILE_BYTES // 1000} KB)")
     add_long_flow_options(p, d, cc=False)
     return p
 
