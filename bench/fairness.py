@@ -3,6 +3,7 @@
 
     sudo .venv/bin/python bench/fairness.py [--ccs reno,lia,olia,ewtcp] [--repeat 2]
         [--time 40] [--warmup 5] [--bw 10] [--queue 100] [--cross 1]
+        [--cases shared,shift] [--two-flows]
 
 On dctopo.TwoPaths (two disjoint bottlenecks of --bw Mb/s, --queue packets,
 --cross Reno flows as competing traffic; experiments/fairness.py):
@@ -16,6 +17,10 @@ On dctopo.TwoPaths (two disjoint bottlenecks of --bw Mb/s, --queue packets,
           the free bottleneck 0, and the mean Reno goodput. Coupled
           algorithms that move traffic off congestion (LIA, OLIA) should
           put more on bottleneck 0 than uncoupled Reno and EWTCP.
+
+--two-flows adds, in the shared case, h1 sending two single-subflow Reno
+connections instead: what two flows' worth is on this network. Each run
+also prints h1's and x1's retransmitted share of the segments they sent.
 
 Each case runs --repeat times per algorithm, interleaved. Exit status 0
 whatever it measures.
@@ -31,19 +36,29 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from experiments.fairness import CASES, TwoPathCase, TwoPathResult  # noqa: E402
+from experiments.fairness import CASES, TWO_FLOWS, TwoPathCase, TwoPathResult  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 
 
 def measure(case: str, ccs: list[str], args, logdir: Path) -> dict[str, list[TwoPathResult]]:
-    out: dict[str, list[TwoPathResult]] = {cc: [] for cc in ccs}
+    two_flows = args.two_flows and case == "shared"
+    out: dict[str, list[TwoPathResult]] = {cc: [] for cc in ccs + ([TWO_FLOWS] if two_flows else [])}
     with TwoPathCase(case, args.bw, args.queue, args.cross) as two_paths:
         for rep in range(args.repeat):
-            for cc in ccs:
-                result = two_paths.run(cc, args.time, args.warmup, logdir)
+            for cc in out:
+                if cc == TWO_FLOWS:
+                    result = two_paths.run_two_flows(args.time, args.warmup, logdir)
+                else:
+                    result = two_paths.run(cc, args.time, args.warmup, logdir)
                 out[cc].append(result)
-                print(f"  run {rep + 1}: {result.line()}", flush=True)
+                print(f"  run {rep + 1}/{args.repeat}: {result.line()}", flush=True)
     return out
+
+
+def spread(values: list[float], fmt: str = ".2f") -> str:
+    """mean, standard deviation and each value."""
+    sd = f" sd {statistics.stdev(values):{fmt}}" if len(values) > 1 else ""
+    return f"mean {statistics.fmean(values):{fmt}}{sd} ({' '.join(f'{v:{fmt}}' for v in values)})"
 
 
 def main() -> int:
@@ -55,20 +70,27 @@ def main() -> int:
     ap.add_argument("--bw", type=float, default=10.0)
     ap.add_argument("--queue", type=int, default=100)
     ap.add_argument("--cross", type=int, default=1, help="Reno flows of competing traffic (1)")
+    ap.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
+    ap.add_argument("--two-flows", action="store_true",
+                    help="also two single-subflow Reno connections from h1 (shared case)")
     args = ap.parse_args()
     ccs = args.ccs.split(",")
+    cases = args.cases.split(",")
+    if not set(cases) <= set(CASES):
+        ap.error(f"--cases: choose from {', '.join(CASES)}")
     with KeepAwake(), TemporaryDirectory() as tmp:
-        shared, shift = (measure(case, ccs, args, Path(tmp)) for case in CASES)
+        results = {case: measure(case, ccs, args, Path(tmp)) for case in cases}
     print(f"\n=== TwoPaths, {args.bw:g} Mb/s bottlenecks, {args.queue}-packet queues, "
           f"{args.cross} Reno flow(s), {args.warmup:g} + {args.time:g} s, {args.repeat} runs each ===")
-    print(f"{'cc':>6} {'shared: MPTCP/Reno':>19} {'shift: share on free path':>26} {'Reno there (Mb/s)':>18}")
-    for cc in ccs:
-        ratios = [r.ratio for r in shared[cc]]
-        shares = [r.free_share for r in shift[cc]]
-        reno = [statistics.fmean(r.reno_mbps) for r in shift[cc]]
-        print(f"{cc:>6} {statistics.fmean(ratios):10.2f} ({' '.join(f'{r:.2f}' for r in ratios)})"
-              f" {statistics.fmean(shares):12.2f} ({' '.join(f'{s:.2f}' for s in shares)})"
-              f" {statistics.fmean(reno):12.2f}")
+    for cc, runs in results.get("shared", {}).items():
+        h1 = [r.retrans_pct["h1"] for r in runs]
+        x1 = [r.retrans_pct["x1"] for r in runs]
+        print(f"shared {cc:>7}: over the Reno flow {spread([r.ratio for r in runs])}; retransmitted "
+              f"% of segments sent: h1 {statistics.fmean(h1):.2f}, x1 {statistics.fmean(x1):.2f}")
+    for cc, runs in results.get("shift", {}).items():
+        reno = [statistics.fmean(r.reno_mbps) for r in runs]
+        print(f"shift  {cc:>7}: share on the free path {spread([r.free_share for r in runs])}; "
+              f"Reno there {statistics.fmean(reno):.2f} Mb/s")
     return 0
 
 

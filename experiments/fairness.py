@@ -13,6 +13,14 @@ dctopo.TwoPaths. Used by bench/fairness.py and tests/test_fairness.py.
   counts is the share of MPTCP's bytes sent on the free path 0: coupled
   algorithms that move traffic off congestion (LIA, OLIA) put more there
   than uncoupled Reno, and leave more to the Reno flows.
+* `run_two_flows()` (shared case): h1 opens two single-subflow Reno
+  connections instead of one MPTCP connection with two subflows: what
+  "two flows' worth" measures to on this network, beside which uncoupled
+  subflows are judged.
+
+Each result carries h1's and x1's retransmitted share of the segments they
+sent (Tcp RetransSegs over OutSegs): at a drop-tail queue that is the
+share of their packets the queue dropped, and a flow's rate follows it.
 
 Every flow, the Reno ones too, runs under `mptcpize` (one subflow is TCP
 Reno on the wire); one network serves every run of a case, so runs of
@@ -27,9 +35,10 @@ from dctopo import TwoPaths
 from experiments.config import LinkParams
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
-from kernel.transport import read_dev_bytes
+from kernel.transport import counter_delta, read_dev_bytes, read_snmp
 
 CASES = ("shared", "shift")
+TWO_FLOWS = "2 flows"   # the `cc` of run_two_flows()'s results
 
 
 @dataclass
@@ -40,10 +49,11 @@ class TwoPathResult:
     reno_mbps: list[float]          # each cross flow's goodput
     sent_bytes: tuple[int, int]     # what h1 sent on path 0 and on path 1
     errors: list[str] = field(default_factory=list)
+    retrans_pct: dict[str, float] = field(default_factory=dict)   # h1's and x1's
 
     @property
     def ratio(self) -> float:
-        """MPTCP's goodput over the mean Reno flow's."""
+        """MPTCP's goodput (h1's total) over the mean Reno flow's."""
         reno = sum(self.reno_mbps) / len(self.reno_mbps)
         return self.mptcp_mbps / reno if reno else float("nan")
 
@@ -57,7 +67,10 @@ class TwoPathResult:
         what = (f"ratio {self.ratio:.2f}" if self.case == "shared"
                 else f"share on the free path {self.free_share:.2f}")
         reno = " ".join(f"{r:.2f}" for r in self.reno_mbps)
-        return (f"{self.case} {self.cc}: MPTCP {self.mptcp_mbps:.2f} Mb/s, Reno {reno} Mb/s, {what}"
+        lost = ", ".join(f"{h} {pct:.2f} %" for h, pct in self.retrans_pct.items())
+        who = "h1's two flows" if self.cc == TWO_FLOWS else "MPTCP"
+        return (f"{self.case} {self.cc}: {who} {self.mptcp_mbps:.2f} Mb/s, Reno {reno} Mb/s, {what}"
+                + (f"; retransmitted {lost}" if lost else "")
                 + (f"  ERRORS {self.errors}" if self.errors else ""))
 
 
@@ -90,21 +103,45 @@ class TwoPathCase:
         return FlowEndpoints(i, src, dst, src_ip, dst_ip, CLIENT_PORT_BASE + i, SERVER_PORT_BASE + i)
 
     def run(self, cc: str, time_s: float, warmup_s: float, logdir: Path) -> TwoPathResult:
+        """One MPTCP connection with two subflows from h1 under `cc`."""
+        return self._run(cc, 1, 2, time_s, warmup_s, logdir)
+
+    def run_two_flows(self, time_s: float, warmup_s: float, logdir: Path) -> TwoPathResult:
+        """Two single-subflow Reno connections from h1 on path 0 (shared case
+        only): the reference for two uncoupled subflows."""
+        if self.case != "shared":
+            raise ValueError("two single-path flows are the shared case's reference")
+        return self._run("reno", 2, 1, time_s, warmup_s, logdir, label=TWO_FLOWS)
+
+    def _run(self, cc: str, connections: int, subflows: int, time_s: float, warmup_s: float,
+             logdir: Path, label: str | None = None) -> TwoPathResult:
         net = self.net
         net.set_cc("h1", cc)
         src, dst = self.topo.path_addresses(0)
-        mp = self._endpoints("h1", "h2", src, dst)
+        mine = [self._endpoints("h1", "h2", src, dst) for _ in range(connections)]
         net_id = self.cross_path + 1
         cross = [self._endpoints("x1", "x2", f"10.{net_id}.0.3", f"10.{net_id}.1.3")
                  for _ in range(self.cross_flows)]
         net.pm.reset()
-        net.pm.expand("h1", (src, mp.client_port), (dst, mp.server_port), 2,
-                      paths=None if self.case == "shared" else [self.topo.path_addresses(1)])
-        before = read_dev_bytes(net.fabric.pid("h1"))
-        outcomes = net.driver.run([mp, *cross], True, time_s, logdir / f"{self.case}-{mp.index}",
+        if subflows > 1:
+            mp = mine[0]
+            net.pm.expand("h1", (src, mp.client_port), (dst, mp.server_port), subflows,
+                          paths=None if self.case == "shared" else [self.topo.path_addresses(1)])
+        pids = {h: net.fabric.pid(h) for h in ("h1", "x1")}
+        before = read_dev_bytes(pids["h1"])
+        mib_before = {h: read_snmp(pid) for h, pid in pids.items()}
+        outcomes = net.driver.run([*mine, *cross], True, time_s, logdir / f"{self.case}-{mine[0].index}",
                                   warmup_s=warmup_s, bind_servers=False)
-        after = read_dev_bytes(net.fabric.pid("h1"))
+        after = read_dev_bytes(pids["h1"])
         sent = tuple(after[f"h1-eth{p}"][1] - before[f"h1-eth{p}"][1] for p in (0, 1))
-        return TwoPathResult(self.case, cc, outcomes[0].goodput_mbps,
-                             [o.goodput_mbps for o in outcomes[1:]], sent,
-                             [o.error for o in outcomes if o.error])
+        return TwoPathResult(self.case, label or cc,
+                             sum(o.goodput_mbps for o in outcomes[:connections]),
+                             [o.goodput_mbps for o in outcomes[connections:]], sent,
+                             [o.error for o in outcomes if o.error],
+                             {h: _retransmitted_pct(mib_before[h], read_snmp(pid)) for h, pid in pids.items()})
+
+
+def _retransmitted_pct(before: dict[str, int], after: dict[str, int]) -> float:
+    delta = counter_delta(before, after)
+    sent = delta.get("TcpOutSegs", 0)
+    return round(100.0 * delta.get("TcpRetransSegs", 0) / sent, 3) if sent else float("nan")

@@ -71,13 +71,23 @@ def read_sysctls(ns_pid: int | None, names=RECORDED_SYSCTLS) -> dict[str, str]:
 
 
 def read_netstat(ns_pid: int, prefixes=("MPTcpExt", "TcpExt")) -> dict[str, int]:
-    """The kernel's MIB counters (what `nstat` shows) of a namespace.
+    """The kernel's extended MIB counters (what `nstat` shows) of a namespace,
+    from /proc/PID/net/netstat (the netstat file of PID's network namespace)."""
+    return _read_mib(Path(f"/proc/{ns_pid}/net/netstat"), prefixes)
 
-    /proc/PID/net/netstat is the netstat file of PID's network namespace.
-    Lines come in pairs: "Prefix: name name ..." then "Prefix: value value ...".
-    """
+
+def read_snmp(ns_pid: int, prefixes=("Tcp",)) -> dict[str, int]:
+    """The kernel's RFC MIB counters of a namespace (TcpOutSegs,
+    TcpRetransSegs, ...), from /proc/PID/net/snmp."""
+    return _read_mib(Path(f"/proc/{ns_pid}/net/snmp"), prefixes)
+
+
+def _read_mib(path: Path, prefixes) -> dict[str, int]:
+    """Lines come in pairs: "Prefix: name name ..." then "Prefix: value
+    value ...". Read by hand: nstat prints the same, but would need parsing
+    too, and a process per read."""
     counters: dict[str, int] = {}
-    lines = Path(f"/proc/{ns_pid}/net/netstat").read_text().splitlines()
+    lines = path.read_text().splitlines()
     for names, values in zip(lines[::2], lines[1::2]):
         prefix, _, names = names.partition(":")
         if prefix not in prefixes:
