@@ -9,8 +9,18 @@ from pathlib import Path
 import numpy as np
 
 from base.files import atomic_write_text
+from kernel.coupled_cc import COUPLED
 from figures.runs import REFERENCE, REFERENCE_SOURCE, Drawn, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
+
+# What README's "Congestion control" section measured (bench/fairness.py,
+# issue 24), said wherever a run used a coupled algorithm.
+COUPLED_SHORTFALL = (
+    "MPTCP's subflows here lose a larger share of their packets at a drop-tail queue than "
+    "single-path flows beside them, so an MPTCP connection takes less of a shared bottleneck "
+    "than the paper's did: two LIA subflows about half of one Reno flow's rate, where RFC 6356 "
+    "aims at one (README.md, \"Coupled congestion control\"). It bears on MPTCP against TCP "
+    "flows; where every flow is MPTCP with as many subflows, all meet it alike (not measured).")
 
 FIGURES = {"throughput": "Throughput and rank of flows (paper Fig 2, 3)",
            "link-util": "Rank of link utilisation (2013 Fig 4)",
@@ -103,7 +113,9 @@ def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, 
         for workload, fig in cpu_figures.items():
             lines += [_figure(results, f"{workload} CPU", fig)]
     lines += extra or []
+    coupled = any(r.config.get("cc") in COUPLED for s in sections for r in s.runs.values())
     lines += ["## Notes", ""]
     lines += [f"- {n}" for n in notes] or ["- none: every run and sample file was usable."]
+    lines += [f"- {COUPLED_SHORTFALL}"] if coupled else []
     # replaced whole: also over a copy someone else owns
     atomic_write_text(out, "\n".join(lines).rstrip() + "\n")
