@@ -19,8 +19,10 @@ dctopo.TwoPaths. Used by bench/fairness.py and tests/test_fairness.py.
   subflows are judged.
 
 Each result carries h1's and x1's retransmitted share of the segments they
-sent (Tcp RetransSegs over OutSegs): at a drop-tail queue that is the
-share of their packets the queue dropped, and a flow's rate follows it.
+sent (Tcp RetransSegs over OutSegs), over warm-up and run: about the
+share of their packets the queue dropped (bench/send_bursts.py counts
+those at the receivers: 0.1-0.9 percentage points fewer, in the same
+order between flows), and a Reno flow's rate follows it.
 
 Every flow, the Reno ones too, runs under `mptcpize` (one subflow is TCP
 Reno on the wire); one network serves every run of a case, so runs of
