@@ -13,7 +13,7 @@ from kernel.coupled_cc import COUPLED
 from figures.runs import REFERENCE, REFERENCE_SOURCE, Drawn, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
 
-# What README's "Congestion control" section measured (bench/fairness.py,
+# What README's "Coupled congestion control" section measured (bench/fairness.py,
 # issue 24), said wherever a run used a coupled algorithm.
 COUPLED_SHORTFALL = (
     "MPTCP's subflows here lose a larger share of their packets at a drop-tail queue than "
