@@ -4,6 +4,9 @@ bytes (by its addresses and ports). The link-failure experiment (Fig. 19)
 taps the degraded link with it, to say which flows and subflows crossed it
 and at what rate the link ran in each direction.
 
+Only TCP is counted (every flow of the harness is TCP); bytes are IP
+lengths, without the Ethernet header.
+
 An AF_PACKET socket made in the node's namespace, read by a thread during a
 window of seconds only: reading every packet of a 10 Mb/s link costs a few
 per cent of a core, so the tap is open around the event it watches, not for

@@ -49,6 +49,7 @@ class Blast:
         self.listener = made_in_netns(fabric.pid(dst), lambda: socket.socket())
         self.listener.bind((dst_ip, port))
         self.listener.listen(1)
+        self.listener.settimeout(5)
         self.client = made_in_netns(fabric.pid(src), lambda: socket.socket())
         self.client.bind((src_ip, 0))
         self.client.settimeout(5)
