@@ -8,9 +8,9 @@ Only TCP is counted (every flow of the harness is TCP); bytes are IP
 lengths, without the Ethernet header.
 
 An AF_PACKET socket made in the node's namespace, read by a thread during a
-window of seconds only: reading every packet of a 10 Mb/s link costs a few
-per cent of a core, so the tap is open around the event it watches, not for
-the whole run. Parsed by hand because the harness installs no capture tool
+window of seconds only: every packet read costs the harness's own process
+a system call and a parse, so the tap is open around the event it watches,
+not for the whole run. Parsed by hand because the harness installs no capture tool
 (tcpdump, scapy): Ethernet, IPv4 and the TCP header's ports and length."""
 from __future__ import annotations
 
