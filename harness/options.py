@@ -211,6 +211,7 @@ oversub_config_from_args = long_flow_command(oversub_parser, OversubConfig, lamb
 topologies_config_from_args = long_flow_command(topologies_parser, TopologiesConfig, lambda a: dict(
     topologies=name_list(a.topologies), subflows=number_list(a.subflows, "--subflows", int)))
 
+
 def linkfailure_parser() -> argparse.ArgumentParser:
     d = LinkFailureConfig()
     p = subcommand_parser("linkfailure", "Fig. 19: a DHFT core link at a tenth of its rate mid-run, "
