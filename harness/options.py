@@ -311,9 +311,9 @@ def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argp
     else:
         schemes = name_list(args.schemes)
     cfg, args = shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
-                               subflows=args.subflows, long_share=args.long_share,
-                               file_bytes=args.file_bytes, interval_s=args.interval,
-                               file_cdf=EmpiricalSizes.from_option(args.file_cdf))
+                              subflows=args.subflows, long_share=args.long_share,
+                              file_bytes=args.file_bytes, interval_s=args.interval,
+                              file_cdf=EmpiricalSizes.from_option(args.file_cdf))
     if cfg.coupled_schemes() and not coupled_cc_supported():
         raise ConfigError(f"--schemes {','.join(cfg.coupled_schemes())}: "
                           + default_cc()[1].split(": ", 1)[1])
