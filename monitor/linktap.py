@@ -31,6 +31,7 @@ IPPROTO_TCP = 6
 SNAP_BYTES = 96
 READ_TIMEOUT_S = 0.2
 MAX_ERRORS_KEPT = 5
+SO_TIMESTAMPNS = 35        # linux/asm-generic/socket.h; Python's socket module lacks it
 
 
 def parse_tcp(frame: bytes) -> tuple[str, int, str, int, int, int] | None:
@@ -73,6 +74,10 @@ class LinkTap:
         self._reset()
         self._stop.clear()
         self._t0 = time.monotonic()
+        # Packets are binned by the kernel's receive timestamp (wall clock),
+        # not by when this thread got to read them: the harness's other
+        # threads hold the GIL now and then, and reads come late in bursts.
+        self._t0_wall = time.time()
         self._thread = threading.Thread(target=self._run, name=f"tap {self.iface}", daemon=True)
         self._thread.start()
 
@@ -81,6 +86,7 @@ class LinkTap:
             sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW | socket.SOCK_CLOEXEC,
                                  socket.htons(ETH_P_ALL))
             sock.bind((self.iface, 0))
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             return sock
         sock = made_in_netns(self.ns_pid, make)
         sock.settimeout(READ_TIMEOUT_S)
@@ -101,16 +107,26 @@ class LinkTap:
                 if now >= self.window[1]:
                     break
                 try:
-                    frame, _, _, addr = sock.recvmsg(SNAP_BYTES)
+                    frame, ancillary, _, addr = sock.recvmsg(SNAP_BYTES, 64)
                 except socket.timeout:
                     continue
                 except OSError as exc:
                     if len(self.errors) < MAX_ERRORS_KEPT:
                         self.errors.append(f"read {self.iface}: {exc}")
                     continue
-                self._count(frame, addr[2] == socket.PACKET_OUTGOING, int(now))
+                self._count(frame, addr[2] == socket.PACKET_OUTGOING,
+                            int(self._since_start(ancillary, now)))
         finally:
             sock.close()
+
+    def _since_start(self, ancillary, read_at: float) -> float:
+        """Seconds since start() at which the kernel saw the packet (its
+        SO_TIMESTAMPNS), or when it was read if there is no stamp."""
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+                sec, nsec = struct.unpack("qq", data[:16])
+                return sec + nsec / 1e9 - self._t0_wall
+        return read_at
 
     def _count(self, frame: bytes, outgoing: bool, second: int) -> None:
         tcp = parse_tcp(frame)
