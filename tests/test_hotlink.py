@@ -123,29 +123,40 @@ def test_hot_link_slows_both_directions_the_tap_sees_it_then_it_restores(no_left
         assert [_class_rate(fabric, *e) for e in ends] == ["10Mbit"] * 2
         assert "restored" in record["applied_s"]
 
-        # Traffic across the link both ways while it is slow; MTU frames only
-        # (the routers' own sockets would hand the link 64 KB GSO bursts).
+        # Traffic across the slowed link, one direction at a time (both at
+        # once, each flow's ACKs would wait behind the other's data in a
+        # 100-packet queue at 1 Mb/s); MTU frames only (the routers' own
+        # sockets would hand the link 64 KB GSO bursts).
         for (node, intf), ip in zip(ends, (AGG_IP, CORE_IP)):
             run(["ip", "addr", "add", f"{ip}/30", "dev", intf], timeout=10, ns_pid=fabric.pid(node))
             run(["ethtool", "-K", intf, "tso", "off", "gso", "off"], timeout=10, ns_pid=fabric.pid(node))
-        blasts = [Blast(fabric, "a0_0", AGG_IP, "c0", CORE_IP, PORT),
-                  Blast(fabric, "c0", CORE_IP, "a0_0", AGG_IP, PORT + 1)]
-        slow = HotLink(fabric, 10, 0.1, window=(0.2, 4.6))
-        tap = LinkTap(fabric.pid("a0_0"), "a0_0-eth2", window=(1.5, 4.5))
+        slow = HotLink(fabric, 10, 0.1, window=(0.2, 12))
+        seen = {}
+        slow.start()
         try:
-            slow.start()
-            tap.start()
-            time.sleep(4.7)
+            for direction, (src, src_ip, dst, dst_ip, port) in {
+                    "out": ("a0_0", AGG_IP, "c0", CORE_IP, PORT),
+                    "in": ("c0", CORE_IP, "a0_0", AGG_IP, PORT + 1)}.items():
+                blast = Blast(fabric, src, src_ip, dst, dst_ip, port)
+                tap = LinkTap(fabric.pid("a0_0"), "a0_0-eth2", window=(1.5, 4.5))
+                try:
+                    tap.start()
+                    time.sleep(4.7)
+                finally:
+                    seen[direction] = tap.stop()
+                    blast.close()
         finally:
-            seen = tap.stop()
             slow.stop()
-            for b in blasts:
-                b.close()
-    assert seen["errors"] == [] and seen["first_s"] == 2 and seen["opened_s"] >= 1.5
-    # Whole seconds 2 and 3, both directions at the slowed 1 Mb/s (IP bytes:
-    # HTB counts the 14-byte Ethernet header too).
-    for direction in ("out", "in"):
-        rates = seen["mbps"][direction]
-        assert len(rates) == 2 and all(0.8 <= r <= 1.05 for r in rates), (direction, rates)
-    carried = {(c["src"], c["dst"], c["dport"]) for c in seen["connections"] if c["bytes"] > 50_000}
-    assert carried == {(AGG_IP, CORE_IP, PORT), (CORE_IP, AGG_IP, PORT + 1)}, seen["connections"]
+    # Whole seconds 2 and 3 of each tap, the blasted direction near the slowed
+    # 1 Mb/s, and the connection that carried the data. HTB lets somewhat more
+    # than its rate through at such low rates: here the tap read 1.08 Mb/s of
+    # IP bytes in both seconds at "1Mbit" (test_links.py records 9.7 % over at
+    # 1 and 2 Mb/s in a 6.12 guest). The link at its full 10 Mb/s would read
+    # ten times that.
+    for direction, data in (("out", (AGG_IP, CORE_IP, PORT)), ("in", (CORE_IP, AGG_IP, PORT + 1))):
+        tapped = seen[direction]
+        assert tapped["errors"] == [] and tapped["first_s"] == 2 and tapped["opened_s"] >= 1.5
+        rates = tapped["mbps"][direction]
+        assert len(rates) == 2 and all(0.8 <= r <= 1.2 for r in rates), (direction, rates)
+        carried = {(c["src"], c["dst"], c["dport"]) for c in tapped["connections"] if c["bytes"] > 50_000}
+        assert carried == {data}, tapped["connections"]
