@@ -19,6 +19,10 @@ from base import records
 from figures.runs import FLAG_COLOR, Drawn, draw_each, note, save_figure, section_head
 
 SCHEMES = {"tcp_dhft": ("TCP", "#ff7f0e"), "mptcp_dhft": ("MPTCP", "#1f77b4")}
+# Lines are moving means over this many one-second samples: an MPTCP flow's
+# per-second goodput at the receiver swings between 0 and 16 Mb/s at 10 Mb/s
+# links (a first run here), which hides the shape the paper's Fig. 19 shows.
+SMOOTH_S = 3
 DIRECTION_COLOR = {"out": "#d62728", "in": "#9467bd"}
 OTHER_COLOR = "#bbbbbb"
 
@@ -50,6 +54,13 @@ def _shade(ax, record: dict) -> None:
     ax.axvline(record["config"]["warmup_s"], color="#888888", linewidth=0.7, linestyle=":")
 
 
+def smooth(ys: list[float], n: int = SMOOTH_S) -> list[float]:
+    """Centred moving mean over n samples (fewer at the ends)."""
+    half = n // 2
+    return [sum(ys[max(0, i - half):i + half + 1]) / len(ys[max(0, i - half):i + half + 1])
+            for i in range(len(ys))]
+
+
 def _fmt(x) -> str:
     return "–" if x is None else f"{x:.1f}"
 
@@ -64,7 +75,7 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
         _shade(ax, record)
         crossing = 0
         for flow in record["flows"]:
-            ys = flow.get("per_second_mbps") or []
+            ys = smooth(flow.get("per_second_mbps") or [])
             xs = [i + 0.5 for i in range(len(ys))]
             if flow.get("crosses_hot_link"):
                 crossing += 1
@@ -78,7 +89,7 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
                      f"{_fmt(agg['during'])} / {_fmt(agg['after'])} Mb/s before / during / after"
                      + ("" if record["valid"] else "  INVALID"), fontsize=8,
                      color="black" if record["valid"] else FLAG_COLOR)
-        ax.set_ylabel("flow Mb/s")
+        ax.set_ylabel(f"flow Mb/s ({SMOOTH_S} s mean)")
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         if not record["valid"]:
@@ -90,12 +101,12 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
         label, color = SCHEMES[scheme]
         series = [f.get("per_second_mbps") or [] for f in record["flows"]]
         length = max((len(s) for s in series), default=0)
-        ys = [sum(s[i] for s in series if i < len(s)) for i in range(length)]
+        ys = smooth([sum(s[i] for s in series if i < len(s)) for i in range(length)])
         total.plot([i + 0.5 for i in range(length)], ys, color=color, linewidth=1.5,
                    linestyle="-" if record["valid"] else "--", label=label)
     first = next(iter(runs.values()))
     _shade(total, first)
-    total.set_ylabel("all flows, Mb/s")
+    total.set_ylabel(f"all flows, Mb/s ({SMOOTH_S} s mean)")
     total.set_xlabel("seconds since the traffic started (dotted: end of warm-up; shaded: link degraded)")
     total.set_ylim(bottom=0)
     total.grid(alpha=0.3)
