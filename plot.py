@@ -39,7 +39,9 @@ shortflows<k>.png (short files' completion times and the long flows' rates
 per long-flow scheme; paper Fig 12); from
 RESULTS_DIR/transfers/<sweep>/<label>/flows<N>/run.json transfers-nswitch.png
 and transfers-fattree.png (time until every receiver has its data against
-subflows; CS536 '13); from
+subflows; CS536 '13); from RESULTS_DIR/linkfailure<k>-<fabric>/<scheme>/run.json
+linkfailure<k>-<fabric>.png (each flow's throughput over time while a DHFT
+core link is degraded, TCP against MPTCP; paper Fig 19); from
 RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
 algorithms<k>.png (each flow's throughput and core and access link loss
 rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
@@ -79,6 +81,7 @@ from dataclasses import dataclass, field  # noqa: E402
 from figures import algorithms as cc_fig  # noqa: E402
 from figures import dhft as dhft_fig  # noqa: E402
 from figures import model as model_fig  # noqa: E402
+from figures import linkfailure as linkfailure_fig  # noqa: E402
 from figures import oversub as oversub_fig  # noqa: E402
 from figures import topologies as topologies_fig  # noqa: E402
 from figures import filesize as filesize_fig  # noqa: E402
@@ -204,7 +207,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         _written(png)
         cc[name] = drawn
     others = {}       # E8, E9 and the file sizes, by figure name
-    for fig_module in (oversub_fig, topologies_fig, filesize_fig, shortflows_fig, transfers_fig):
+    for fig_module in (oversub_fig, topologies_fig, filesize_fig, shortflows_fig, transfers_fig,
+                       linkfailure_fig):
         for name, (png, drawn) in fig_module.draw_all(results, plots).items():
             _written(png)
             others[name] = drawn
@@ -216,7 +220,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
              f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, {results}/topologies/, "
              f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/, "
-             f"{results}/shortflows<k>/, {results}/transfers/ or {results}/model/; "
+             f"{results}/shortflows<k>/, {results}/transfers/, {results}/linkfailure<k>-<fabric>/ "
+             f"or {results}/model/; "
              "nothing to draw")
         return None
     sections = []
@@ -231,8 +236,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    extra = [line for fig in (wifi3g_fig, dhft_fig, oversub_fig, topologies_fig, filesize_fig,
-                              shortflows_fig, transfers_fig, cc_fig, model_fig)
+    extra = [line for fig in (wifi3g_fig, dhft_fig, linkfailure_fig, oversub_fig, topologies_fig,
+                              filesize_fig, shortflows_fig, transfers_fig, cc_fig, model_fig)
              for line in fig.report_lines(results)]
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
     return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, others)

@@ -2,6 +2,7 @@
 # sudo ./run_mptcp.sh K [WORKLOAD|all] [options]   (./run_mptcp.sh --help)
 # sudo ./run_mptcp.sh wifi3g [options]              (./run_mptcp.sh wifi3g --help)
 # sudo ./run_mptcp.sh dhft [options]                (./run_mptcp.sh dhft --help)
+# sudo ./run_mptcp.sh linkfailure [options]         (./run_mptcp.sh linkfailure --help)
 # sudo ./run_mptcp.sh oversub [options]             (./run_mptcp.sh oversub --help)
 # sudo ./run_mptcp.sh topologies [options]          (./run_mptcp.sh topologies --help)
 # sudo ./run_mptcp.sh algorithms|hotspot [options]  (./run_mptcp.sh algorithms --help)

@@ -7,6 +7,7 @@ drawn without the harness's dependencies.
     <results>/wifi3g/<sweep>/<scheme>/<x>/                    E4
     <results>/dhft<k>/<sweep>/<scheme>/<x>/                   E7
     <results>/<algorithms|hotspot><k>/<scheme>/ft<k>/one_to_one/flows<N>/   E5, E6
+    <results>/linkfailure<k>-<fabric>/<scheme>/               link failure (Fig. 19)
     <results>/oversub<k>/<sweep>/<matrix>/<scheme>/<x>/       E8
     <results>/topologies/<topology>/permutation/flows<N>/     E9
     <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
@@ -42,6 +43,10 @@ def cc_compare_scheme(results: Path, experiment: str, k: int, scheme: str) -> Pa
     return results / f"{experiment}{k}" / scheme
 
 
+def linkfailure_run(results: Path, k: int, fabric: str, scheme: str) -> Path:
+    return results / f"linkfailure{k}-{fabric}" / scheme
+
+
 def oversub_run(results: Path, k: int, sweep: str, matrix: str, scheme: str, label: str) -> Path:
     return results / f"oversub{k}" / sweep / matrix / scheme / label
 
@@ -70,6 +75,7 @@ def model_run(results: Path) -> Path:
 FATTREE_RECORDS = f"*/*/*/{RECORD}"
 WIFI3G_RECORDS = f"wifi3g/*/*/*/{RECORD}"
 DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
+LINKFAILURE_RECORDS = f"linkfailure*/*/{RECORD}"
 OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
 TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
 FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"

@@ -19,84 +19,17 @@ flows.
 """
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 from experiments.config import CC_SCHEMES, CcCompareConfig, RunConfig
-from emulator.fabrics.common import Fabric
-from base.procs import CommandError
 from experiments.runner import Experiment
 from experiments.fattree import Sweep, run_summary
+from experiments.hotlink import HotLink
 
 
 def scheme_text(scheme: str, subflows: int) -> str:
     cc, n = CC_SCHEMES[scheme]
     return "single-path TCP (Reno)" if n == 1 else f"MPTCP-{subflows}, {cc} on every subflow"
-
-
-class HotLink:
-    """One core link, both directions, slowed to `factor` of its rate from
-    `window[0]` to `window[1]` seconds after each run's traffic starts: the
-    paper's 1 Gb/s core link falling back to 100 Mb/s.
-
-    The link is the first aggregation switch of pod 0 to the first core
-    switch. Flows that can cross it are those with one end in pod 0 (a
-    quarter of their paths do at k=4); they are listed in the run's record."""
-
-    def __init__(self, fabric: Fabric, bw_mbps: float, factor: float, window: tuple[float, float]):
-        topo = fabric.topo
-        self.fabric = fabric
-        self.bw_mbps = bw_mbps
-        self.factor = factor
-        self.window = window
-        self.agg, self.core = "a0_0", "c0"
-        [up] = [i for i in topo.interfaces(self.agg) if i.peer == self.core]
-        self.ends = [(self.agg, up.port), (self.core, up.peer_port)]
-        self.exposed = sorted(h for h in topo.hosts() if topo.nodeInfo(h).get("pod") == 0)
-        self._timers: list[threading.Timer] = []
-        self._lock = threading.Lock()
-        self._slow = False
-
-    def start(self) -> None:
-        self._t0 = time.monotonic()
-        self.applied: dict[str, float] = {}
-        self.errors: list[str] = []
-        self._timers = [threading.Timer(self.window[0], self._set, ("slowed", True)),
-                        threading.Timer(self.window[1], self._set, ("restored", False))]
-        for t in self._timers:
-            t.daemon = True
-            t.start()
-
-    def _set(self, what: str, slow: bool) -> None:
-        rate = self.bw_mbps * self.factor if slow else self.bw_mbps
-        with self._lock:
-            try:
-                for node, port in self.ends:
-                    self.fabric.set_rate(node, port, rate)
-                self._slow = slow
-                self.applied[what] = round(time.monotonic() - self._t0, 2)
-            except CommandError as exc:
-                self.errors.append(f"{what}: {exc}")
-
-    def stop(self) -> dict:
-        """Cancel what has not happened, put the link back to its rate, and
-        say what was done (seconds since the traffic started)."""
-        for t in self._timers:
-            t.cancel()
-        for t in self._timers:
-            t.join(timeout=15)
-        if self._slow:
-            self._set("restored", False)
-        return {
-            "kind": "hot_link",
-            "link": f"{self.agg}-{self.core}",
-            "factor": self.factor,
-            "planned_s": [round(x, 2) for x in self.window],
-            "applied_s": dict(self.applied),
-            "exposed_hosts": self.exposed,
-            "errors": list(self.errors),
-        }
 
 
 class CcCompareExperiment(Experiment):

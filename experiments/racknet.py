@@ -85,6 +85,12 @@ class RackExperiment(Experiment):
     def config_record(self, net: RackNetwork, p, subflows: int) -> dict:
         raise NotImplementedError
 
+    def during_run(self, net: RackNetwork, p):
+        """Something done to the network during the run (the link-failure
+        experiment's degraded link), or None: start() when the traffic
+        starts, stop() -> what it did, for run.json's "event"."""
+        return None
+
     def summarise(self, record: dict) -> str:
         return (f"aggregate {record['aggregate_mbps']:.1f} Mb/s "
                 f"({record['pct_of_host_links']:.0f} % of the hosts' links), "
@@ -98,17 +104,31 @@ class RackExperiment(Experiment):
         subflows = self.subflows_of(p)
         net.arm(flows, subflows)
         cpu = CpuMonitor(interval_s=1.0)
+        event = self.during_run(net, p)
+        event_record = None
+
+        def traffic_started() -> None:
+            cpu.start()
+            if event is not None:
+                event.start()
         counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
         try:
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
-                                      on_started=cpu.start, warmup_s=cfg.warmup,
+                                      on_started=traffic_started, warmup_s=cfg.warmup,
                                       bind_servers=subflows == 1)
         finally:
             cpu.stop()
+            if event is not None:
+                event_record = event.stop()
         counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
         sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
         cpu.write_csv(folder / "cpu.csv")
-        return self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)
+        record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)
+        if event_record is not None:
+            record["event"] = event_record
+            if event_record.get("errors"):
+                record["flags"].append("event_failed")
+        return record
 
     def _record(self, net: RackNetwork, p, matrix: TrafficMatrix, outcomes,
                 subflows: int, cpu: CpuMonitor, counters: dict[str, int],
@@ -127,6 +147,7 @@ class RackExperiment(Experiment):
                 "goodput_mbps": o.goodput_mbps,
                 "pct_of_link": round(100.0 * o.goodput_mbps / link_mbps, 2),
                 "seconds": o.seconds, "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
+                "per_second_mbps": o.per_second_mbps or [],
                 "subflows_established": (
                     established.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0)
                     if subflows > 1 else 0 if o.error else 1),

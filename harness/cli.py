@@ -1,6 +1,7 @@
 """`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep),
 `run_mptcp.sh wifi3g [options]` (E4), `run_mptcp.sh algorithms|hotspot
 [options]` (E5, E6), `run_mptcp.sh dhft [options]` (E7),
+`run_mptcp.sh linkfailure [options]` (Fig. 19),
 `run_mptcp.sh oversub [options]` (E8), `run_mptcp.sh topologies [options]`
 (E9) and `run_mptcp.sh model [options]` (paper Fig. 6, computed): parse,
 check, run, plot.
@@ -30,6 +31,7 @@ from harness.options import (cc_compare_config_from, cc_compare_parser,
                              shortflows_config_from_args, shortflows_parser,
                              transfers_config_from_args, transfers_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
+                             linkfailure_config_from_args, linkfailure_parser,
                              model_config_from_args, model_parser, oversub_config_from_args,
                              oversub_parser, parser, topologies_config_from_args,
                              topologies_parser, wifi3g_config_from_args,
@@ -89,6 +91,8 @@ COMMANDS = {
                       _run_experiment("experiments.wifi3g", "Wifi3GExperiment"), delay=True),
     "dhft": Command(dhft_parser, dhft_config_from_args,
                     _run_experiment("experiments.dhft", "DhftExperiment")),
+    "linkfailure": Command(linkfailure_parser, linkfailure_config_from_args,
+                           _run_experiment("experiments.linkfailure", "LinkFailureExperiment")),
     "oversub": Command(oversub_parser, oversub_config_from_args,
                        _run_experiment("experiments.oversub", "OversubExperiment")),
     "topologies": Command(topologies_parser, topologies_config_from_args,

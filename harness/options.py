@@ -12,6 +12,7 @@ from base.flowsizes import EmpiricalSizes
 from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
                                 DHFT_SWEEPS, DRIVERS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
+                                LINKFAILURE_SCHEMES, LinkFailureConfig,
                                 OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
@@ -22,7 +23,8 @@ from harness.shared_options import (PROG, OneLineParser, add_cc_option,
                                     add_fabric_option, add_link_options, add_long_flow_options,
                                     add_name_list, add_number_list, add_rack_sweep_options,
                                     add_results_options, add_seed_option, add_timing_options,
-                                    finite, name_list, number_list, resolve_cc, subcommand_parser)
+                                    finite, long_flow_command, name_list, number_list,
+                                    resolve_cc, shared_config, subcommand_parser)
 
 # A run drives one iperf3 client and one server per flow; beyond this many
 # flows the machine spends itself on processes (all_to_all at k=6: 2862).
@@ -130,30 +132,6 @@ def wifi3g_parser() -> argparse.ArgumentParser:
     return p
 
 
-
-
-def _shared_config(cls, args: argparse.Namespace, **specific):
-    """A config from the options every long-flow experiment shares (link,
-    timing, seed, cc, fabric, results) and its own (`specific`), checked."""
-    cc, cc_note = resolve_cc(getattr(args, "cc", None))
-    check_folder_path(args.results, "--results")
-    cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
-              warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
-              results=Path(args.results), **specific)
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
-
-
-def _long_flow_command(make_parser, cls, own_fields):
-    """`argv -> (config, args)` for a long-flow experiment: its parser, its
-    config class, and `own_fields(args)`, the fields only it has."""
-    def config_from(argv: list[str]):
-        args = make_parser().parse_args(argv)
-        return _shared_config(cls, args, **own_fields(args))
-    return config_from
-
-
 def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Namespace]:
     args = wifi3g_parser().parse_args(argv)
     cc, cc_note = resolve_cc(args.cc)
@@ -222,16 +200,37 @@ def topologies_parser() -> argparse.ArgumentParser:
 
 
 # The long-flow experiments' `argv -> (config, args)`, each from its parser.
-dhft_config_from_args = _long_flow_command(dhft_parser, DhftConfig, lambda a: dict(
+dhft_config_from_args = long_flow_command(dhft_parser, DhftConfig, lambda a: dict(
     k=a.k, hosts_per_rack=a.hosts_per_rack, sweeps=name_list(a.sweeps),
     localities=number_list(a.localities, "--localities"), loads=number_list(a.loads, "--loads"),
     subflows=a.subflows))
-oversub_config_from_args = _long_flow_command(oversub_parser, OversubConfig, lambda a: dict(
+oversub_config_from_args = long_flow_command(oversub_parser, OversubConfig, lambda a: dict(
     k=a.k, ratio=a.ratio, sweeps=name_list(a.sweeps), matrices=name_list(a.matrices),
     loads=number_list(a.loads, "--loads"), localities=number_list(a.localities, "--localities"),
     subflows=a.subflows))
-topologies_config_from_args = _long_flow_command(topologies_parser, TopologiesConfig, lambda a: dict(
+topologies_config_from_args = long_flow_command(topologies_parser, TopologiesConfig, lambda a: dict(
     topologies=name_list(a.topologies), subflows=number_list(a.subflows, "--subflows", int)))
+
+
+def linkfailure_parser() -> argparse.ArgumentParser:
+    d = LinkFailureConfig()
+    p = subcommand_parser("linkfailure", "Fig. 19: a DHFT core link at a tenth of its rate mid-run, "
+                                         "TCP against MPTCP.")
+    p.add_argument("--k", type=int, default=d.k, help="DHFT arity, 4 or 8 (%(default)s)")
+    p.add_argument("--hosts-per-rack", type=int, default=None,
+                   help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
+    add_name_list(p, "--schemes", d.schemes, LINKFAILURE_SCHEMES)
+    p.add_argument("--subflows", type=int, default=d.subflows,
+                   help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
+    p.add_argument("--factor", type=finite, default=d.factor,
+                   help="the degraded link's share of its rate (%(default)s)")
+    add_long_flow_options(p, d)
+    return p
+
+
+linkfailure_config_from_args = long_flow_command(linkfailure_parser, LinkFailureConfig, lambda a: dict(
+    k=a.k, hosts_per_rack=a.hosts_per_rack, schemes=name_list(a.schemes), subflows=a.subflows,
+    factor=a.factor))
 
 
 def filesize_parser() -> argparse.ArgumentParser:
@@ -311,10 +310,10 @@ def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argp
             note = f"default schemes {','.join(schemes)}: " + default_cc()[1].split(": ", 1)[1]
     else:
         schemes = name_list(args.schemes)
-    cfg, args = _shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
-                               subflows=args.subflows, long_share=args.long_share,
-                               file_bytes=args.file_bytes, interval_s=args.interval,
-                               file_cdf=EmpiricalSizes.from_option(args.file_cdf))
+    cfg, args = shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
+                              subflows=args.subflows, long_share=args.long_share,
+                              file_bytes=args.file_bytes, interval_s=args.interval,
+                              file_cdf=EmpiricalSizes.from_option(args.file_cdf))
     if cfg.coupled_schemes() and not coupled_cc_supported():
         raise ConfigError(f"--schemes {','.join(cfg.coupled_schemes())}: "
                           + default_cc()[1].split(": ", 1)[1])

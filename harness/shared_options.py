@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
-from experiments.config import CONGESTION_CONTROLS, FABRICS, ConfigError, default_cc
+from base.files import check_folder_path
+from experiments.config import CONGESTION_CONTROLS, FABRICS, ConfigError, LinkParams, default_cc
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -130,3 +132,27 @@ def number_list(text: str, flag: str, kind=float) -> tuple:
 
 def name_list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
+
+
+# -- configs from the shared options -------------------------------------------
+
+def shared_config(cls, args: argparse.Namespace, **specific):
+    """A config from the options every long-flow experiment shares (link,
+    timing, seed, cc, fabric, results) and its own (`specific`), checked."""
+    cc, cc_note = resolve_cc(getattr(args, "cc", None))
+    check_folder_path(args.results, "--results")
+    cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
+              warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
+              results=Path(args.results), **specific)
+    cfg.validate()
+    args.notes = [cc_note]
+    return cfg, args
+
+
+def long_flow_command(make_parser, cls, own_fields):
+    """`argv -> (config, args)` for a long-flow experiment: its parser, its
+    config class, and `own_fields(args)`, the fields only it has."""
+    def config_from(argv: list[str]):
+        args = make_parser().parse_args(argv)
+        return shared_config(cls, args, **own_fields(args))
+    return config_from

@@ -1,15 +1,13 @@
-"""E5 and E6 (experiments/algorithms.py): the schemes, the hot link on a real
-network, and the figures from records."""
+"""E5 and E6 (experiments/algorithms.py): the schemes and the figures from
+records (the hot link on a real network: test_hotlink.py)."""
 from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
-from experiments.config import CC_SCHEMES, CcCompareConfig, ConfigError, LinkParams
-from tests.conftest import needs_root
+from experiments.config import CC_SCHEMES, CcCompareConfig, ConfigError
 
 
 def test_schemes_map_to_one_run_sweeps_with_their_algorithm():
@@ -27,44 +25,6 @@ def test_hot_window_is_the_middle_third_of_the_counted_time():
     assert cfg.hot_window == (25, 45)
     with pytest.raises(ConfigError, match="at least 15 s"):
         CcCompareConfig(experiment="hotspot", time_s=12).validate()
-
-
-def _class_rate(fabric, node: str, intf: str) -> str:
-    """The HTB class 1:1 rate of an interface as tc prints it ("10Mbit").
-    This iproute2 prints classes as text even when asked for JSON."""
-    from base.procs import run
-    out = run(["tc", "class", "show", "dev", intf], timeout=10, ns_pid=fabric.pid(node)).stdout
-    [rate] = re.findall(r"^class htb 1:1 .*? rate (\S+)", out, re.M)
-    return rate
-
-
-@needs_root
-def test_hot_link_slows_both_directions_then_restores_them(no_leftovers):
-    from dctopo import FatTree
-    from experiments.algorithms import HotLink
-    from emulator.network import Network
-    with Network(FatTree(k=4), LinkParams(bw_mbps=10), cc="reno") as net:
-        hot = HotLink(net.fabric, 10, 0.1, window=(0.3, 1.2))
-        ends = [(node, f"{node}-eth{port}") for node, port in hot.ends]
-        assert ends == [("a0_0", "a0_0-eth2"), ("c0", "c0-eth0")]
-        assert [_class_rate(net.fabric, *e) for e in ends] == ["10Mbit"] * 2
-        hot.start()
-        time.sleep(0.8)
-        assert [_class_rate(net.fabric, *e) for e in ends] == ["1Mbit"] * 2
-        time.sleep(0.8)
-        assert [_class_rate(net.fabric, *e) for e in ends] == ["10Mbit"] * 2
-        record = hot.stop()
-        assert set(record["applied_s"]) == {"slowed", "restored"} and not record["errors"]
-        assert 0.3 <= record["applied_s"]["slowed"] < 0.6
-        assert record["exposed_hosts"] == ["h0_0_0", "h0_0_1", "h0_1_0", "h0_1_1"]
-        # Stopped while slow (a run cut short): the link gets its rate back.
-        early = HotLink(net.fabric, 10, 0.1, window=(0.1, 30))
-        early.start()
-        time.sleep(0.5)
-        assert _class_rate(net.fabric, *ends[0]) == "1Mbit"
-        record = early.stop()
-        assert [_class_rate(net.fabric, *e) for e in ends] == ["10Mbit"] * 2
-        assert "restored" in record["applied_s"]
 
 
 def _fake_run(base, scheme: str, pcts: list[float], drops: int, valid=True, event=None):

@@ -67,6 +67,10 @@ BAD = [
     (["algorithms", "--k", "5"], "FatTree(4)"),
     (["hotspot", "--hot-factor", "0"], "share of its rate"),
     (["hotspot", "--time", "9"], "at least 15 s"),
+    (["linkfailure", "--k", "6"], "DHFT needs k divisible by 4"),
+    (["linkfailure", "--schemes", "tcp_dhft,tcp_perfect"], "unknown scheme"),
+    (["linkfailure", "--factor", "1"], "share of its rate"),
+    (["linkfailure", "--time", "12"], "at least 15 s"),
 ]
 
 

@@ -30,6 +30,7 @@ SUBCOMMANDS = {
     "fattree": (["4"], cli.parser()),
     "wifi3g": (["wifi3g"], cli.wifi3g_parser()),
     "dhft": (["dhft"], cli.dhft_parser()),
+    "linkfailure": (["linkfailure"], cli.linkfailure_parser()),
     "algorithms": (["algorithms"], cli.cc_compare_parser("algorithms")),
     "hotspot": (["hotspot"], cli.cc_compare_parser("hotspot")),
     "model": (["model"], cli.model_parser()),
@@ -49,7 +50,7 @@ def value_options(p: argparse.ArgumentParser) -> list[str]:
 
 # Options whose value is a rate or a share of one: zero is bad too (a zero
 # link rate once reached a division before it was checked).
-RATE_OPTIONS = ("--bw", "--hot-factor")
+RATE_OPTIONS = ("--bw", "--hot-factor", "--factor")
 
 
 def cases() -> list[tuple[str, list[str]]]:

@@ -16,6 +16,8 @@ from experiments.config.fattree import (RunConfig, SweepConfig)
 from experiments.config.wifi3g import (WIFI3G_SCHEMES, WIFI3G_SWEEPS, Wifi3GPoint, Wifi3GConfig)
 from experiments.config.dhft import (DHFT_SCHEMES, DHFT_SWEEPS, DHFT_TOPOLOGY_OF_SCHEME,
                                      DHFT_MAX_FLOWS, DhftPoint, DhftConfig)
+from experiments.config.linkfailure import (LINKFAILURE_SCHEMES, LinkFailureConfig,
+                                            LinkFailurePoint)
 from experiments.config.algorithms import (CC_SCHEMES, CC_EXPERIMENTS, CcCompareConfig)
 from experiments.config.model import ModelConfig
 from experiments.config.oversub import (OVERSUB_SWEEPS, OVERSUB_MATRICES, OVERSUB_SCHEMES,
@@ -39,5 +41,6 @@ __all__ = [
     "OversubPoint", "OversubConfig", "TOPOLOGY_NAMES", "TopologyPoint", "TopologiesConfig",
     "FILESIZE_SCHEMES", "FilesizeConfig", "FilesizePoint",
     "SHORTFLOWS_SCHEMES", "ShortflowsConfig", "ShortflowsPoint",
-    "TRANSFERS_SWEEPS", "TransfersConfig", "TransfersPoint"
+    "TRANSFERS_SWEEPS", "TransfersConfig", "TransfersPoint",
+    "LINKFAILURE_SCHEMES", "LinkFailureConfig", "LinkFailurePoint",
 ]
