@@ -4,16 +4,30 @@ line per FatTree size k; V_c, the pod-core links', dotted.
 
 Reads results/model/model.json (written by `run_mptcp.sh model`): the
 model's values as computed, no network involved.
+
+Beyond the paper, the same variance measured: where the results folder also
+holds FatTree one_to_one runs (the permutation; results/ft<k>/one_to_one/
+flows<m>/ with ports.csv), each run's load on every edge→aggregation port
+(within-pod, up) and aggregation→core port over the counted window, as a
+share of the link rate, gives a mean and a variance across those links,
+drawn as crosses (within-pod) and pluses (pod-core) in the colour of that
+k's curve. The two are not the same quantity: the model's load is a routing
+weight (each subflow weighing 1/m, whatever its rate), the measured one the
+bytes the link carried, which congestion control shapes and the link's rate
+caps at 1. The table beside the figure gives both, with their means.
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 
 from base import records
-from figures.runs import Drawn, read_back, section_head
+from figures.runs import RUN_DIR, Drawn, parse_run, read_back, section_head
+from figures.samples import SampleError, loads_by_face, read_ports
 
 PNG = "fattree-subflow-model.png"
 SOURCE = "Raiciu et al. 2011, §4.3.2 (Fig. 6): analytic model, permutation matrix, random routing"
@@ -29,9 +43,42 @@ def load(results: Path) -> dict | None:
         return None
 
 
-def draw(record: dict, out: Path) -> Drawn:
+TOPOLOGY_DIR = re.compile(r"ft(\d+)")
+# ports.csv faces (figures/samples.py) standing for the model's two kinds of link
+WITHIN_POD, POD_CORE = "edge→agg", "agg→core"
+
+
+def measured(results: Path) -> dict[int, dict[int, dict]]:
+    """{k: {m: {"E_p", "V_p", "E_c", "V_c", "links_p", "links_c", "valid"}}}
+    from the FatTree one_to_one runs' ports.csv (see the module's
+    docstring); runs whose samples cannot be read are left out (the
+    FatTree figures already say why)."""
+    out: dict[int, dict[int, dict]] = {}
+    for path in records.committed(results, records.FATTREE_RECORDS):
+        topology, workload, folder = path.relative_to(results).parts[:3]
+        k, m = TOPOLOGY_DIR.fullmatch(topology), RUN_DIR.fullmatch(folder)
+        if not k or not m or workload != "one_to_one":
+            continue
+        try:
+            run = parse_run(path, topology, workload, int(m[1]))
+            loads = loads_by_face(run, read_ports(run), int(k[1]))
+        except (ValueError, SampleError):
+            continue
+        within, core = loads.get(WITHIN_POD, []), loads.get(POD_CORE, [])
+        if not within:
+            continue
+        out.setdefault(int(k[1]), {})[int(m[1])] = {
+            "E_p": float(np.mean(within)), "V_p": float(np.var(within)), "links_p": len(within),
+            "E_c": float(np.mean(core)) if core else None,
+            "V_c": float(np.var(core)) if core else None, "links_c": len(core),
+            "valid": run.valid}
+    return {k: dict(sorted(by_m.items())) for k, by_m in sorted(out.items())}
+
+
+def draw(record: dict, out: Path, seen: dict[int, dict[int, dict]] | None = None) -> Drawn:
     table = record["table"]
     ms = table["subflows"]
+    seen = seen or {}
     fig, ax = plt.subplots(figsize=(7.5, 4.8), layout="constrained")
     cmap = plt.get_cmap("viridis")
     ks = sorted(table["k"], key=int)
@@ -41,7 +88,16 @@ def draw(record: dict, out: Path) -> Drawn:
         ax.plot(ms, row["V_p"], "-o", color=color, ms=3.5,
                 label=f"k={k} ({row['hosts']} hosts): V_p, E_p={row['E_p']:.2f}")
         ax.plot(ms, row["V_c"], ":", color=color, lw=1.2)
+        by_m = seen.get(int(k), {})
+        if by_m:
+            xs = list(by_m)
+            ax.plot(xs, [by_m[x]["V_p"] for x in xs], "x", color=color, ms=8, mew=2,
+                    label=f"k={k} measured: edge→agg bytes (FatTree one_to_one runs)")
+            core = [x for x in xs if by_m[x]["V_c"] is not None]
+            ax.plot(core, [by_m[x]["V_c"] for x in core], "+", color=color, ms=9, mew=1.5)
     ax.plot([], [], ":", color="black", lw=1.2, label="V_c (pod-core links), same colour per k")
+    if any(int(k) in seen for k in ks):
+        ax.plot([], [], "+", color="black", ms=9, label="measured agg→core bytes, same colour per k")
     ax.axvline(8, color="#999999", lw=0.8, ls="--")
     ax.text(8.15, ax.get_ylim()[1] * 0.97, "8 subflows", va="top", fontsize=8, color="#666666")
     ax.set_xlabel("Number of subflows m")
@@ -53,7 +109,9 @@ def draw(record: dict, out: Path) -> Drawn:
     ax.legend(fontsize=7.5, loc="upper right")
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
-    drawn = read_back(fig, {k: table["k"][k]["V_p"] for k in ks})
+    drawn = read_back(fig, {**{k: table["k"][k]["V_p"] for k in ks},
+                            "measured": {k: {m: v["V_p"] for m, v in by_m.items()}
+                                         for k, by_m in seen.items() if str(k) in table["k"]}})
     plt.close(fig)
     return drawn
 
@@ -64,7 +122,7 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
     if record is None:
         return {}
     out = plots / PNG
-    return {"model": (out, draw(record, out))}
+    return {"model": (out, draw(record, out, measured(results)))}
 
 
 REPORT_HEAD = f"""\
@@ -90,4 +148,22 @@ def report_lines(results: Path) -> list[str]:
         row = table["k"][k]
         lines.append(f"| {k} | {row['hosts']} | {row['E_p']:.3f} | "
                      + " | ".join(f"{row['V_p'][ms.index(m)]:.3f}" for m in shown) + " |")
+    seen = {k: by_m for k, by_m in measured(results).items() if str(k) in table["k"]}
+    if seen:
+        lines += ["", "Measured in the FatTree one_to_one runs of this folder: each run's load on "
+                  "every edge→aggregation (within-pod) and aggregation→core link over the counted "
+                  "window, as a share of the link rate; mean E and variance V across those links, "
+                  "beside the model's (a routing weight, not bytes). `!` marks an invalid run.", "",
+                  "| k | m | links | E measured | V_p measured | V_p model | E_p model "
+                  "| V_c measured | V_c model |",
+                  "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for k, by_m in seen.items():
+            row = table["k"][str(k)]
+            for m, v in by_m.items():
+                model_p = f"{row['V_p'][ms.index(m)]:.3f}" if m in ms else "–"
+                model_c = f"{row['V_c'][ms.index(m)]:.3f}" if m in ms else "–"
+                core = "–" if v["V_c"] is None else f"{v['V_c']:.3f}"
+                lines.append(f"| {k} | {m}{'' if v['valid'] else ' !'} | {v['links_p']} | "
+                             f"{v['E_p']:.3f} | {v['V_p']:.3f} | {model_p} | {row['E_p']:.3f} | "
+                             f"{core} | {model_c} |")
     return lines + [""]

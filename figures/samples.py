@@ -154,25 +154,50 @@ def read_ports(run: Run) -> list[Port]:
     return ports
 
 
-def port_utilisation(run: Run, ports: list[Port]) -> dict[str, list[float]]:
-    """Mean utilisation (%) of every port over the counted window, per tier
-    and under 'all': Δtx_bytes × 8 / Δt / link rate between the first and
-    the last sample in the window (ports with fewer than two are left out)."""
+def _window_share(run: Run, p: Port, bw_mbps: float, scale: float = 1.0) -> float | None:
+    """The port's mean rate over the counted window as a share of the link
+    rate, times `scale`: Δtx_bytes × 8 / Δt / rate between the first and
+    the last sample in the window; None with fewer than two samples in it."""
+    inside = _in_window(p.t, run)
+    t, tx = p.t[inside], p.tx_bytes[inside]
+    if len(t) < 2 or t[-1] <= t[0]:
+        return None
+    return scale * (tx[-1] - tx[0]) * 8 / (t[-1] - t[0]) / (bw_mbps * 1e6)
+
+
+def _link_rate(run: Run) -> float:
     bw = run.number("bw_mbps")
     if not bw or bw <= 0:
         raise SampleError("run.json gives no link rate (config.bw_mbps)")
+    return bw
+
+
+def port_utilisation(run: Run, ports: list[Port]) -> dict[str, list[float]]:
+    """Mean utilisation (%) of every port over the counted window, per tier
+    and under 'all' (ports with fewer than two samples in it are left out)."""
+    bw = _link_rate(run)
     out: dict[str, list[float]] = {"all": [], **{t: [] for t in TIERS}}
     for p in ports:
-        inside = _in_window(p.t, run)
-        t, tx = p.t[inside], p.tx_bytes[inside]
-        if len(t) < 2 or t[-1] <= t[0]:
+        pct = _window_share(run, p, bw, scale=100)
+        if pct is None:
             continue
-        pct = 100 * (tx[-1] - tx[0]) * 8 / (t[-1] - t[0]) / (bw * 1e6)
         out["all"].append(pct)
         out[p.tier].append(pct)
     if not out["all"]:
         raise SampleError("ports.csv has no two samples of a port in the counted window")
     return {tier: sorted(v) for tier, v in out.items()}
+
+
+def loads_by_face(run: Run, ports: list[Port], k: int) -> dict[str, list[float]]:
+    """Every FatTree(k) port's load over the counted window, as a share of
+    the link rate, by where its egress goes ('edge→agg', 'agg→core', ...)."""
+    bw = _link_rate(run)
+    out: dict[str, list[float]] = {}
+    for p in ports:
+        share = _window_share(run, p, bw)
+        if share is not None:
+            out.setdefault(p.faces(k), []).append(float(share))
+    return out
 
 
 def read_utilisation(run: Run) -> dict[str, list[float]]:

@@ -80,3 +80,42 @@ def test_bad_model_input_is_one_line(argv, words, capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and words in err[0], err
     assert not (tmp_path / "r").exists()
+
+
+def _fattree_run(results, m: int, edge_up: list[float], agg_up: list[float]) -> None:
+    """A FatTree(4) one_to_one run folder with run.json and a ports.csv whose
+    edge→aggregation and aggregation→core ports carried those shares of a
+    10 Mb/s link over its 10 counted seconds."""
+    d = results / "ft4" / "one_to_one" / f"flows{m}"
+    d.mkdir(parents=True)
+    d.joinpath("run.json").write_text(json.dumps({
+        "config": {"topology": "ft4", "workload": "one_to_one", "subflows": m, "bw_mbps": 10,
+                   "warmup_s": 0, "time_s": 10},
+        "flows": [{"pct_optimal": 50.0}], "valid": m != 8, "flags": [] if m != 8 else ["cpu_saturated"]}))
+    rows = ["t_s,node,intf,tx_bytes,tx_packets,drops,backlog_pkts"]
+    ports = ([(f"e{i // 2}_{i % 2}", 2 + i % 2, share) for i, share in enumerate(edge_up)]
+             + [(f"a{i // 2}_{i % 2}", 2 + i % 2, share) for i, share in enumerate(agg_up)]
+             + [("e0_0", 0, 0.9)])                       # edge→host: not counted
+    for t in (0.0, 10.0):
+        rows += [f"{t},{node},{node}-eth{port},{int(share * 10e6 / 8 * t)},0,0,0" for node, port, share in ports]
+    d.joinpath("ports.csv").write_text("\n".join(rows) + "\n")
+
+
+def test_the_measured_variance_is_drawn_on_the_model(tmp_path):
+    from figures import model as model_fig
+    results = tmp_path / "results"
+    assert cli.main(["model", "--k", "4,8", "--subflows-max", "8", "--results", str(results)]) == 0
+    _fattree_run(results, 1, [0.2, 0.4, 0.6, 0.8], [0.5, 0.5])
+    _fattree_run(results, 8, [0.5, 0.5, 0.5, 0.9], [0.3, 0.7])
+    seen = model_fig.measured(results)
+    assert list(seen) == [4] and list(seen[4]) == [1, 8]
+    one = seen[4][1]
+    assert (one["links_p"], one["links_c"]) == (4, 2)
+    assert one["E_p"] == pytest.approx(0.5) and one["V_p"] == pytest.approx(0.05)
+    assert one["V_c"] == pytest.approx(0.0) and seen[4][8]["V_c"] == pytest.approx(0.04)
+    [(png, drawn)] = model_fig.draw_all(results, results / "plots").values()
+    assert drawn.data["measured"] == {4: {1: pytest.approx(0.05), 8: pytest.approx(0.03)}}
+    assert drawn.mentions("k=4 measured: edge→agg bytes (FatTree one_to_one runs)")
+    lines = model_fig.report_lines(results)
+    assert "| 4 | 1 | 4 | 0.500 | 0.050 | 0.483 | 0.500 | 0.000 |" in "\n".join(lines)
+    assert any(line.startswith("| 4 | 8 ! | 4 | 0.600 | 0.030 |") for line in lines)
