@@ -26,8 +26,10 @@ to ECMP and does not count them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from controller.paths import Path
+if TYPE_CHECKING:     # a type only: the decision needs neither Mininet nor the topology
+    from controller.paths import Path
 
 Link = tuple[str, int]          # (switch, out_port): one direction of a link
 FlowKey = tuple                 # the controller's match of a flow (its 5-tuple)
