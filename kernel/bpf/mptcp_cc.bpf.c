@@ -166,7 +166,7 @@ static __always_inline __u32 crt_cwnd(const struct sock *sk, __u8 ca_state)
  * Why is not known yet: every occurrence is recorded with the state around
  * it (repair_log.h) to find out. The guess on record was proportional rate
  * reduction computing with an infinite ssthresh restored by an undo; but
- * tcp_cwnd_reduction() (net/ipv4/tcp_input.c, 6.18) takes its
+ * tcp_cwnd_reduction() (net/ipv4/tcp_input.c, as read in 6.x source) takes its
  * "delta = ssthresh - in_flight < 0" branch, the only one that scales with
  * ssthresh, only when ssthresh is below what is in flight, so an infinite
  * ssthresh alone cannot give such a window there. Other writers to check:
