@@ -1,11 +1,12 @@
-"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP) registered in the
+"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP, and LIA with the
+penalization of slow subflows, liap) registered in the
 kernel for as long as an experiment's networks exist.
 
 The algorithms are BPF struct_ops built from kernel/bpf/ by the bootstrap
 (kernel/bpf/README.md has their rules). Registering a congestion control is
 machine-wide, so one loader process (kernel/bpf/build/cc_loader) holds them:
 
-  * it prints "ready lia olia ewtcp" once they are registered;
+  * it prints "ready lia olia ewtcp liap" once they are registered;
   * it unregisters them when its stdin closes or on SIGTERM/SIGINT/SIGHUP.
     Its stdin is a pipe from us, so if the harness dies in any way, even by
     SIGKILL, the pipe closes and the algorithms go with it. For the same
@@ -38,7 +39,7 @@ from base.errors import ConfigError
 from base.procs import CommandError, ProcessTracker, run
 
 # The coupled algorithms kernel/bpf implements, by the name each registers.
-COUPLED = ("lia", "olia", "ewtcp")
+COUPLED = ("lia", "olia", "ewtcp", "liap")
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 LOADER = BPF_DIR / "build" / "cc_loader"
 OBJECT = BPF_DIR / "build" / "mptcp_cc.bpf.o"
@@ -242,6 +243,16 @@ class CoupledCC:
         found = self._globals()
         try:
             return None if found is None else int(found["window_repairs"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def penalties(self) -> int | None:
+        """How many windows liap has halved since the programs were loaded
+        (the `penalties` counter of kernel/bpf/penalize.h); None when nothing
+        is loaded or it cannot be read."""
+        found = self._globals()
+        try:
+            return None if found is None else int(found["penalties"])
         except (KeyError, TypeError, ValueError):
             return None
 

@@ -8,6 +8,8 @@
  *           "MPTCP is not Pareto-optimal", CoNEXT 2012 / IEEE-ACM ToN 2013
  *   ewtcp - equally-weighted TCP (Honda et al. 2009), as evaluated in
  *           Raiciu et al., NSDI 2011: Reno with additive increase a = 1/n^2
+ *   liap  - LIA with the penalization of slow subflows of Raiciu et al.,
+ *           NSDI 2012 (penalize.h)
  *
  * Upstream MPTCP has no coupled congestion control: every subflow is an
  * ordinary TCP socket that runs the namespace's default algorithm on its
@@ -59,7 +61,7 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define RTT_CAP		(1U << 24)	/* RTTs (us) are capped here (16.7 s) */
 #define ONE_FP32	(1LL << 32)	/* 1 packet in OLIA's accumulator units */
 
-enum { ALGO_LIA, ALGO_OLIA, ALGO_EWTCP };
+enum { ALGO_LIA, ALGO_OLIA, ALGO_EWTCP, ALGO_LIA_P };
 
 #include "repair_log.h"
 
@@ -100,6 +102,7 @@ struct cc_priv {
 	__s64 acc;	/* OLIA: pending window change, units of 2^-32 pkt */
 	__u32 sane_cwnd;/* last window seen below W_CAP (see repair_window) */
 	struct hook_snapshot last;	/* after our last callback (repair_log.h) */
+	__u64 penalized_us;	/* liap: tcp_mstamp of the last penalty (penalize.h) */
 };
 
 _Static_assert(sizeof(struct cc_priv) <= 104, "cc_priv exceeds icsk_ca_priv");
@@ -236,8 +239,11 @@ static __always_inline __u32 olia_loss_dist(const struct cc_priv *ca)
  * Finding the MPTCP connection
  */
 
-/* Token of the MPTCP connection sk is a subflow of, 0 if none (yet). */
-static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
+/* The MPTCP subflow context of sk (an untrusted, read-only pointer), or
+ * NULL if sk is not (yet) an MPTCP subflow; a plain TCP socket is marked
+ * so in ca and never looked at again. */
+static __always_inline struct mptcp_subflow_context *subflow_ctx(struct sock *sk,
+								  struct cc_priv *ca)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	const struct tcp_ulp_ops *ulp;
@@ -248,27 +254,37 @@ static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
 	 * plain TCP socket: if it is clear this socket never couples. */
 	if (!BPF_CORE_READ_BITFIELD(tcp_sk(sk), is_mptcp)) {
 		ca->plain = 1;
-		return 0;
+		return NULL;
 	}
 	/* Only trust icsk_ulp_data if the ULP really is "mptcp". */
 	ulp = icsk->icsk_ulp_ops;
 	if (!ulp)
-		return 0;
+		return NULL;
 	if (ulp->name[0] != 'm' || ulp->name[1] != 'p' || ulp->name[2] != 't' ||
 	    ulp->name[3] != 'c' || ulp->name[4] != 'p' || ulp->name[5] != 0)
-		return 0;
+		return NULL;
 	/* icsk_ulp_data is a void *: the verifier sees a scalar, which
 	 * bpf_rdonly_cast turns into an untrusted (probe-read) pointer. */
 	ulp_data = icsk->icsk_ulp_data;
 	if (!ulp_data)
-		return 0;
+		return NULL;
 	sf = bpf_rdonly_cast(ulp_data,
 			     bpf_core_type_id_kernel(struct mptcp_subflow_context));
 	/* back-pointer sanity check: the context must belong to this socket */
 	if ((void *)sf->tcp_sock != (void *)sk)
-		return 0;
-	return sf->token;
+		return NULL;
+	return sf;
 }
+
+/* Token of the MPTCP connection sk is a subflow of, 0 if none (yet). */
+static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
+{
+	struct mptcp_subflow_context *sf = subflow_ctx(sk, ca);
+
+	return sf ? sf->token : 0;
+}
+
+#include "penalize.h"
 
 /* Slot pointer for our own slot, or NULL if we hold none in cs. */
 static __always_inline struct sf_slot *own_slot(struct conn_state *cs,
@@ -664,6 +680,10 @@ static __always_inline void cong_avoid_body(struct sock *sk, __u32 ack, __u32 ac
 	publish(cs, ca, crt_cwnd(sk, BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state)),
 		own_r, own_l);
 
+	/* liap: a slow subflow holding up a window-limited connection
+	 * gives up half its window instead of growing (penalize.h). */
+	if (algo == ALGO_LIA_P && penalize_if_holding(sk, ca, cs, own_r))
+		return;
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
@@ -690,7 +710,7 @@ static __always_inline void cong_avoid_body(struct sock *sk, __u32 ack, __u32 ac
 		return;
 	}
 
-	if (algo == ALGO_LIA) {
+	if (algo == ALGO_LIA || algo == ALGO_LIA_P) {
 		tcp_cong_avoid_ai(tp, mptcp_cc_lia_cnt(&v), acked);
 	} else if (algo == ALGO_EWTCP) {
 		/* a = 1/n^2: +1 packet per n^2 * cwnd ACKed packets */
@@ -862,3 +882,4 @@ struct tcp_congestion_ops NAME = {						\
 DEFINE_CC(lia, ALGO_LIA)
 DEFINE_CC(olia, ALGO_OLIA)
 DEFINE_CC(ewtcp, ALGO_EWTCP)
+DEFINE_CC(liap, ALGO_LIA_P)
