@@ -166,6 +166,7 @@ class Sweep:
         clock.mark("reconfigure_hosts")
         before = mptcp_counters(self.fabric)
         repairs_before = self.net.coupled_cc.window_repairs()
+        log_before = self.net.coupled_cc.repair_log()
         monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
         monitors.watch(flows, subflows=rc.subflows)
         clock.mark("bookkeeping")
@@ -187,12 +188,20 @@ class Sweep:
         repairs_after = self.net.coupled_cc.window_repairs()
         if repairs_before is not None and repairs_after is not None:
             deltas[WINDOW_REPAIRS] = repairs_after - repairs_before
+        repair_log = (self.net.coupled_cc.repair_log(since=log_before[0])
+                      if log_before is not None else None)
         monitors.write(folder)
         record = self._record(rc, matrix, outcomes, monitors.cpu, deltas)
         record["startup"] = startup_record(
             clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
             monitors.cpu.samples, monitors.started_at)
         record["monitors"] = monitors.summary(from_s=rc.warmup_s)
+        if repair_log is not None:
+            # Every corrupted window of this run, with the state around it
+            # (kernel/bpf/repair_log.h): the first ones since the programs
+            # were loaded are kept, later ones only counted.
+            record["window_repairs"] = {"seen": repair_log[0] - log_before[0],
+                                        "records": repair_log[1]}
         if event is not None:
             record["event"] = event
             if event.get("errors"):

@@ -2,9 +2,14 @@
 (the CS244 '14 reproduction of Raiciu et al., NSDI 2012, Fig. 4).
 
 One sender and one receiver joined by a WiFi and a 3G path (dctopo.WiFi3G).
-Three schemes, one long flow each: TCP over WiFi, TCP over 3G, and MPTCP
-with its initial subflow on WiFi and a second one, opened by the path
-manager between the 3G addresses, on 3G.
+Four schemes, one long flow each: TCP over WiFi, TCP over 3G, MPTCP with
+its initial subflow on WiFi and a second one, opened by the path manager
+between the 3G addresses, on 3G; and the same MPTCP with the sender on
+liap, LIA with the NSDI 2012 penalization of slow subflows
+(kernel/bpf/penalize.h; the paper's Fig. 4 "MPTCP + optimizations" less
+opportunistic retransmission, which needs the packet scheduler). Each
+run.json says its sender's congestion control and, with the coupled
+algorithms loaded, how many windows liap halved (`penalties`).
 
 * The receive buffer is the receiver namespace's tcp_rmem (default = max =
   the buffer), for TCP and MPTCP alike: the kernel never grows a socket's
@@ -25,7 +30,8 @@ import time
 from pathlib import Path
 
 from dctopo import WiFi3G
-from experiments.config import LinkParams, Wifi3GConfig, Wifi3GPoint
+from experiments.config import (WIFI3G_MPTCP_SCHEMES, WIFI3G_SCHEME_CC, LinkParams, Wifi3GConfig,
+                                Wifi3GPoint)
 from emulator.delayline import stats_delta
 from emulator.keepawake import KeepAwake
 from emulator.network import Network
@@ -40,8 +46,9 @@ from kernel import transport
 LATE_PCT_FLAG = 1.0
 SENDER_WMEM_MAX = 32 << 20
 QUIET_S, QUIET_TIMEOUT_S = 0.5, 10.0
-PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi"}
-SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP"}
+PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi", "mptcp_penalized": "wifi"}
+SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP",
+                 "mptcp_penalized": "MPTCP + penalization (liap)"}
 
 
 class Wifi3GNetwork(Network):
@@ -123,7 +130,8 @@ class Wifi3GExperiment(Experiment):
 
     def run_point(self, net: Wifi3GNetwork, p: Wifi3GPoint, folder: Path) -> dict:
         cfg = self.cfg
-        mptcp = p.scheme == "mptcp"
+        mptcp = p.scheme in WIFI3G_MPTCP_SCHEMES
+        cc = WIFI3G_SCHEME_CC.get(p.scheme, cfg.cc)
         src_ip, dst_ip = net.topo.path_addresses(PATH_OF_SCHEME[p.scheme])
         flow = FlowEndpoints(0, "h1", "h2", src_ip, dst_ip,
                              CLIENT_PORT_BASE + self.runs_done, SERVER_PORT_BASE)
@@ -136,12 +144,26 @@ class Wifi3GExperiment(Experiment):
             net.pm.expand("h1", (src_ip, flow.client_port), (dst_ip, flow.server_port), 2,
                           paths=[net.topo.path_addresses("3g")])
         before, line_before = net.rx_bytes(), net.delay_line_snapshot()
-        [outcome] = net.driver.run([flow], mptcp, cfg.samples, folder / "iperf",
-                                   warmup_s=cfg.warmup_s, bind_servers=not mptcp)
+        penalties = net.coupled_cc.penalties()
+        # The sender's subflows take the namespace's default algorithm.
+        if cc != cfg.cc:
+            net.set_cc("h1", cc)
+        try:
+            [outcome] = net.driver.run([flow], mptcp, cfg.samples, folder / "iperf",
+                                       warmup_s=cfg.warmup_s, bind_servers=not mptcp)
+        finally:
+            if cc != cfg.cc:
+                net.set_cc("h1", cfg.cc)
         after = net.rx_bytes()
+        penalties_after = net.coupled_cc.penalties()
         delay_line = stats_delta(line_before, net.delay_line_snapshot())
         samples = outcome.counted_per_second_mbps(cfg.warmup_s)[:cfg.samples]
         record = self._record(net, p, outcome, samples, {k: after[k] - before[k] for k in after})
+        record["config"]["cc"] = cc
+        # Windows liap halved during the run (kernel/bpf/penalize.h); None
+        # where the coupled algorithms are not loaded.
+        record["penalties"] = (penalties_after - penalties
+                               if penalties is not None and penalties_after is not None else None)
         record["delay_line"] = delay_line
         if delay_line["late_over_10ms_pct"] > LATE_PCT_FLAG:
             record["flags"].append("delay_line_late")
@@ -150,11 +172,12 @@ class Wifi3GExperiment(Experiment):
     def summarise(self, record: dict) -> str:
         return (f"median {record['goodput_mbps']:.2f} Mb/s"
                 + (f" (WiFi {record['path_share']['wifi']:.0%} of bytes)"
-                   if record["config"]["scheme"] == "mptcp" else ""))
+                   if record["config"]["scheme"] in WIFI3G_MPTCP_SCHEMES else "")
+                + (f", {record['penalties']} penalties" if record.get("penalties") else ""))
 
     def _record(self, net: Wifi3GNetwork, p: Wifi3GPoint, outcome, samples: list[float],
                 path_bytes: dict[str, int]) -> dict:
-        mptcp = p.scheme == "mptcp"
+        mptcp = p.scheme in WIFI3G_MPTCP_SCHEMES
         conns = [c for c in net.pm.connections() if not c.server_side and c.ns == "h1"]
         established = max((c.subflows_established for c in conns), default=0) if mptcp else 1
         total_bytes = sum(path_bytes.values())

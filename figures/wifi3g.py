@@ -23,7 +23,10 @@ from figures.runs import (Drawn, mark_invalid, points_table, reference_lines,
 
 SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
            "tcp_3g": ("TCP over 3G", "#ff7f0e", "^"),
-           "mptcp": ("MPTCP (WiFi + 3G)", "#1f77b4", "o")}
+           "mptcp": ("MPTCP (WiFi + 3G)", "#1f77b4", "o"),
+           # LIA with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h)
+           "mptcp_penalized": ("MPTCP + penalization (liap)", "#9467bd", "D")}
+MPTCP_SCHEMES = ("mptcp", "mptcp_penalized")
 SWEEPS = {
     "buffer": ("receive buffer (KB)", "goodput against receive buffer", "wifi3g-buffer.png"),
     "loss": ("WiFi loss rate (%)", "goodput against WiFi loss", "wifi3g-loss.png"),
@@ -140,11 +143,12 @@ def report_lines(results: Path) -> list[str]:
         def row(x, by):
             cells = []
             for s, p in by.items():
-                share = f" ({p.path_share.get('wifi', 0):.0%})" if p and s == "mptcp" else ""
+                share = f" ({p.path_share.get('wifi', 0):.0%})" if p and s in MPTCP_SCHEMES else ""
                 cells.append("–" if p is None else f"{p.median:.2f}{share}{'' if p.valid else ' !'}")
-            m, w = by["mptcp"], by["tcp_wifi"]
-            return [f"{x:g}", *cells, f"{m.median / w.median:.2f}" if m and w and w.median > 0 else "–"]
+            w = by["tcp_wifi"]
+            return [f"{x:g}", *cells, *(f"{by[m].median / w.median:.2f}" if by[m] and w and w.median > 0
+                                         else "–" for m in MPTCP_SCHEMES)]
         lines += points_table(schemes, {s: SCHEMES[s][0] for s in SCHEMES}, xlabel,
-                              ["MPTCP / TCP over WiFi"], row)
+                              ["MPTCP / TCP over WiFi", "penalized / TCP over WiFi"], row)
         lines.append("")
     return lines

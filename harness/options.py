@@ -10,7 +10,7 @@ from pathlib import Path
 from base.files import check_folder_path
 from base.flowsizes import EmpiricalSizes
 from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
-                                DHFT_SWEEPS, DRIVERS, MAX_SUBFLOWS, WIFI3G_SWEEPS,
+                                DHFT_SWEEPS, DRIVERS, MAX_SUBFLOWS, WIFI3G_SCHEMES, WIFI3G_SWEEPS,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 LINKFAILURE_SCHEMES, LinkFailureConfig,
                                 OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
@@ -117,6 +117,8 @@ def wifi3g_parser() -> argparse.ArgumentParser:
     d = Wifi3GConfig()
     p = subcommand_parser("wifi3g", "E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
     add_name_list(p, "--sweeps", d.sweeps, WIFI3G_SWEEPS)
+    p.add_argument("--schemes", default=None, help=f"comma list of {', '.join(WIFI3G_SCHEMES)} "
+                   "(default all; mptcp_penalized only with a coupled --cc the kernel can run)")
     p.add_argument("--buffers", default=",".join(map(str, d.buffers_kb)),
                    help="receive buffers of the buffer sweep, KB (default %(default)s)")
     p.add_argument("--buffer", type=int, default=d.fixed_buffer_kb,
@@ -136,14 +138,16 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
     args = wifi3g_parser().parse_args(argv)
     cc, cc_note = resolve_cc(args.cc)
     check_folder_path(args.results, "--results")
+    schemes, schemes_note = (Wifi3GConfig.default_schemes(cc) if args.schemes is None
+                             else (name_list(args.schemes), ""))
     cfg = Wifi3GConfig(
-        sweeps=name_list(args.sweeps),
+        sweeps=name_list(args.sweeps), schemes=schemes,
         buffers_kb=number_list(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
         wifi_loss_pcts=number_list(args.losses, "--losses"), wifi_rtts_ms=number_list(args.rtts, "--rtts"),
         samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=cc,
         results=Path(args.results))
     cfg.validate()
-    args.notes = [cc_note]
+    args.notes = [cc_note, schemes_note]
     return cfg, args
 
 

@@ -1,11 +1,12 @@
-"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP) registered in the
+"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP, and LIA with the
+penalization of slow subflows, liap) registered in the
 kernel for as long as an experiment's networks exist.
 
 The algorithms are BPF struct_ops built from kernel/bpf/ by the bootstrap
 (kernel/bpf/README.md has their rules). Registering a congestion control is
 machine-wide, so one loader process (kernel/bpf/build/cc_loader) holds them:
 
-  * it prints "ready lia olia ewtcp" once they are registered;
+  * it prints "ready lia olia ewtcp liap" once they are registered;
   * it unregisters them when its stdin closes or on SIGTERM/SIGINT/SIGHUP.
     Its stdin is a pipe from us, so if the harness dies in any way, even by
     SIGKILL, the pipe closes and the algorithms go with it. For the same
@@ -38,7 +39,7 @@ from base.errors import ConfigError
 from base.procs import CommandError, ProcessTracker, run
 
 # The coupled algorithms kernel/bpf implements, by the name each registers.
-COUPLED = ("lia", "olia", "ewtcp")
+COUPLED = ("lia", "olia", "ewtcp", "liap")
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 LOADER = BPF_DIR / "build" / "cc_loader"
 OBJECT = BPF_DIR / "build" / "mptcp_cc.bpf.o"
@@ -47,6 +48,12 @@ AVAILABLE = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
 READY_TIMEOUT_S = 20
 GONE_TIMEOUT_S = 5
 EXIT_ALREADY_REGISTERED = 3
+# The numbers kernel/bpf/repair_log.h records a corrupted window with, by name.
+REPAIR_HOOKS = {1: "cong_avoid", 2: "after_cong_avoid", 3: "ssthresh", 4: "set_state",
+                5: "in_ack_event", 6: "undo_cwnd"}
+REPAIR_KINDS = {1: "cwnd_over_cap", 2: "infinite_ssthresh_in_reduction", 4: "ssthresh_over_cap",
+                8: "undo_over_cap"}
+TCP_CA_STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")    # include/net/tcp.h
 # Our BPF maps as the kernel names them: one struct_ops map per algorithm,
 # the per-connection state, the globals.
 OUR_MAPS = (*COUPLED, "mptcp_cc_conns", BSS_MAP)
@@ -213,19 +220,55 @@ class CoupledCC:
         since (then they are gone too)."""
         return not self.needed or (self.loader is not None and self.loader.poll() is None)
 
-    def window_repairs(self) -> int | None:
-        """How many corrupted windows the programs have repaired since they
-        were loaded (the `window_repairs` counter of kernel/bpf/mptcp_cc.bpf.c,
-        read from its .bss map); None when nothing is loaded or it cannot be
-        read."""
+    def _globals(self) -> dict | None:
+        """The object's global variables by name (its .bss map, through
+        bpftool's BTF-formatted dump); None when nothing is loaded or they
+        cannot be read."""
         bss = [i for i, name in self.maps.items() if name == BSS_MAP]
         if not self.needed or not self.alive() or len(bss) != 1:
             return None
         try:
             out = run(["bpftool", "-j", "map", "dump", "id", str(bss[0])], timeout=5).stdout
-            return int(json.loads(out)[0]["formatted"]["value"][".bss"][0]["window_repairs"])
-        except (CommandError, ValueError, LookupError, TypeError):
+            merged: dict = {}
+            for var in json.loads(out)[0]["formatted"]["value"][".bss"]:
+                merged.update(var)
+            return merged
+        except (CommandError, ValueError, LookupError, TypeError, AttributeError):
             return None
+
+    def window_repairs(self) -> int | None:
+        """How many corrupted windows the programs have repaired since they
+        were loaded (the `window_repairs` counter of kernel/bpf/mptcp_cc.bpf.c);
+        None when nothing is loaded or it cannot be read."""
+        found = self._globals()
+        try:
+            return None if found is None else int(found["window_repairs"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def penalties(self) -> int | None:
+        """How many windows liap has halved since the programs were loaded
+        (the `penalties` counter of kernel/bpf/penalize.h); None when nothing
+        is loaded or it cannot be read."""
+        found = self._globals()
+        try:
+            return None if found is None else int(found["penalties"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def repair_log(self, since: int = 0) -> tuple[int, list[dict]] | None:
+        """(corrupted windows seen since the programs were loaded, the
+        records kept of those after the first `since`), each record with its
+        hook, kind and TCP state named (kernel/bpf/repair_log.h); None when
+        nothing is loaded or it cannot be read. Only the first
+        REPAIR_LOG_LEN are kept: later ones are counted, not recorded."""
+        found = self._globals()
+        try:
+            seen = int(found["repair_log_seen"])
+            kept = found["repair_log"][since:min(seen, len(found["repair_log"]))]
+        except (KeyError, TypeError, ValueError):
+            return None
+        return seen, [named_repair(r) for r in kept]
 
     def stop(self) -> None:
         """Unregister: close the loader's stdin and wait for it, SIGTERM it if
@@ -270,3 +313,19 @@ class CoupledCC:
                 break
             buf += chunk
         return buf.decode(errors="replace")
+
+
+def named_repair(record: dict) -> dict:
+    """One repair_log record with its numbers named: the hook, the kinds,
+    the TCP states (the snapshot's too)."""
+    def state(n) -> str:
+        return TCP_CA_STATES[n] if isinstance(n, int) and 0 <= n < len(TCP_CA_STATES) else str(n)
+    out = dict(record)
+    out["hook"] = REPAIR_HOOKS.get(record.get("hook"), str(record.get("hook")))
+    out["kind"] = [name for bit, name in REPAIR_KINDS.items() if int(record.get("kind", 0)) & bit]
+    out["ca_state"] = state(record.get("ca_state"))
+    last = dict(record.get("last") or {})
+    last["hook"] = REPAIR_HOOKS.get(last.get("hook"), "none")
+    last["ca_state"] = state(last.get("ca_state"))
+    out["last"] = last
+    return out

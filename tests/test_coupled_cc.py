@@ -174,9 +174,23 @@ def test_subflows_use_the_algorithm_asked_for(tmp_path, nothing_of_ours_left):
             assert out.error is None, out.error
             # iperf3's control connection plus the data connection's two subflows
             assert seen.count(cc) >= 2 and set(seen) == {cc}, (cc, seen)
-        # the repair counter the sweep records per run can be read
-        assert isinstance(net.coupled_cc.window_repairs(), int)
+        # the repair counter and log the sweep records per run can be read
+        repairs = net.coupled_cc.window_repairs()
+        seen, records = net.coupled_cc.repair_log()
+        assert isinstance(repairs, int) and isinstance(seen, int) and isinstance(records, list)
+        assert len(records) == min(seen, 64)
     assert net.coupled_cc.window_repairs() is None      # nothing loaded any more
+    assert net.coupled_cc.repair_log() is None
+
+
+def test_a_repair_record_is_named():
+    from kernel.coupled_cc import named_repair
+    got = named_repair({"hook": 2, "kind": 1 | 8, "ca_state": 3, "cwnd": 400000000, "acked": 7,
+                        "last": {"hook": 5, "ca_state": 0, "cwnd": 12}})
+    assert (got["hook"], got["kind"], got["ca_state"]) == ("after_cong_avoid",
+                                                          ["cwnd_over_cap", "undo_over_cap"], "Recovery")
+    assert got["last"] == {"hook": "in_ack_event", "ca_state": "Open", "cwnd": 12}
+    assert got["cwnd"] == 400000000 and got["acked"] == 7
 
 
 def test_loader_unregisters_when_the_harness_dies(nothing_of_ours_left):

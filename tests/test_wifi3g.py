@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from dctopo import WiFi3G
-from experiments.config import CELL, WIFI, LinkParams, Wifi3GConfig, buffer_pkts
+from experiments.config import (CELL, WIFI, WIFI3G_SCHEMES, ConfigError, LinkParams, Wifi3GConfig,
+                                buffer_pkts, coupled_cc_supported)
 from emulator.fabrics.l3 import L3Fabric
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 
@@ -43,12 +44,20 @@ def test_multihomed_host_routes_by_source():
 def test_points_cover_each_sweep_and_scheme():
     cfg = Wifi3GConfig(buffers_kb=(50, 100), wifi_loss_pcts=(0, 1), wifi_rtts_ms=(20, 80))
     pts = cfg.points()
-    assert len(pts) == 3 * 2 * 3
+    assert len(pts) == 3 * 2 * 4       # sweeps, values, schemes
     loss = [p for p in pts if p.sweep == "loss" and p.scheme == "mptcp"]
     assert [p.wifi.loss_pct for p in loss] == [0, 1] and all(p.buffer_kb == 500 for p in loss)
     rtt = [p for p in pts if p.sweep == "rtt" and p.scheme == "tcp_3g"]
     assert [p.wifi.delay_ms for p in rtt] == [10, 40] and rtt[0].cell == CELL
     assert str(pts[0].run_dir(cfg.results)) == "results/wifi3g/buffer/tcp_wifi/50kb"
+    assert len(Wifi3GConfig(buffers_kb=(50,), sweeps=("buffer",), schemes=("tcp_wifi", "mptcp")).points()) == 2
+
+
+def test_the_penalized_scheme_needs_a_coupled_cc():
+    with pytest.raises(ConfigError, match="give a coupled --cc"):
+        Wifi3GConfig(cc="reno", schemes=("mptcp", "mptcp_penalized")).validate()
+    schemes, note = Wifi3GConfig.default_schemes("reno")
+    assert "mptcp_penalized" not in schemes and "mptcp_penalized left out" in note
 
 
 @needs_root
@@ -57,13 +66,22 @@ def test_small_experiment_uses_each_path_and_draws(tmp_path, no_leftovers):
     only on 3G, MPTCP with two subflows carrying bytes on both; then
     plot.py draws the buffer figure from the records."""
     results = tmp_path / "results"
+    # liap where the kernel can run it: at 400 KB the connection is limited
+    # by the receive window, so its 3G subflow should be penalized.
+    penalized = coupled_cc_supported()
+    schemes = ("tcp_wifi", "tcp_3g", "mptcp") + (("mptcp_penalized",) if penalized else ())
     done = subprocess.run(
         [str(ROOT / "run_mptcp.sh"), "wifi3g", "--sweeps", "buffer", "--buffers", "400",
-         "--samples", "4", "--warmup", "4", "--results", str(results)],
+         "--schemes", ",".join(schemes), "--samples", "4", "--warmup", "4", "--results", str(results)],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     runs = {s: json.loads((results / "wifi3g/buffer" / s / "400kb/run.json").read_text())
-            for s in ("tcp_wifi", "tcp_3g", "mptcp")}
+            for s in schemes}
+    if penalized:
+        liap = runs["mptcp_penalized"]
+        assert liap["config"]["cc"] == "liap" and liap["subflows_established"] == 2
+        assert liap["penalties"] > 0, liap
+        assert runs["mptcp"]["penalties"] == 0
     wifi, cell, mptcp = runs["tcp_wifi"], runs["tcp_3g"], runs["mptcp"]
     assert wifi["path_share"]["wifi"] > 0.99 and cell["path_share"]["3g"] > 0.99
     assert wifi["goodput_mbps"] > 0.8 * wifi["capacity_mbps"]["wifi"], wifi["samples_mbps"]
@@ -97,7 +115,7 @@ def test_figure_from_records_without_root(tmp_path, sweep):
             "valid": valid, "flags": [] if valid else ["delay_line_late"]}))
     drawing = plot.draw_all(tmp_path)
     shown = drawing.wifi3g[sweep]
-    assert {s for s in shown.data} == {"tcp_wifi", "tcp_3g", "mptcp"}
+    assert {s for s in shown.data} == set(WIFI3G_SCHEMES)
     assert shown.data["tcp_wifi"][0] == (cfg.points()[0].x, 1.0, False)
     assert shown.mentions("delay_line_late")
     assert (tmp_path / "plots" / f"wifi3g-{sweep}.png").exists()

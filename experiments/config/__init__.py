@@ -13,7 +13,8 @@ from experiments.config.common import (WORKLOADS, FABRICS, DRIVERS, COUPLED_CONG
                                        FABRIC_DEFAULT_WHY, default_fabric, check_lists_given,
                                        check_seed, check_run_settings, WARMUP_MIN_S, WARMUP_MAX_S)
 from experiments.config.fattree import (RunConfig, SweepConfig)
-from experiments.config.wifi3g import (WIFI3G_SCHEMES, WIFI3G_SWEEPS, Wifi3GPoint, Wifi3GConfig)
+from experiments.config.wifi3g import (WIFI3G_SCHEMES, WIFI3G_SWEEPS, WIFI3G_MPTCP_SCHEMES,
+                                       WIFI3G_SCHEME_CC, Wifi3GPoint, Wifi3GConfig)
 from experiments.config.dhft import (DHFT_SCHEMES, DHFT_SWEEPS, DHFT_TOPOLOGY_OF_SCHEME,
                                      DHFT_MAX_FLOWS, DhftPoint, DhftConfig)
 from experiments.config.linkfailure import (LINKFAILURE_SCHEMES, LinkFailureConfig,
@@ -43,4 +44,5 @@ __all__ = [
     "SHORTFLOWS_SCHEMES", "ShortflowsConfig", "ShortflowsPoint",
     "TRANSFERS_SWEEPS", "TransfersConfig", "TransfersPoint",
     "LINKFAILURE_SCHEMES", "LinkFailureConfig", "LinkFailurePoint",
+    "WIFI3G_MPTCP_SCHEMES", "WIFI3G_SCHEME_CC",
 ]

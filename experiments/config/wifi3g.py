@@ -8,11 +8,16 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import CELL, WIFI, LinkParams
-from experiments.config.common import machine_cc, check_cc, check_choices, check_lists_given, check_seed
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, machine_cc, check_cc,
+                                       check_choices, check_lists_given, check_seed)
 
 # -- E4: WiFi + 3G -------------------------------------------------------------
 
-WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp")
+WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp", "mptcp_penalized")
+WIFI3G_MPTCP_SCHEMES = ("mptcp", "mptcp_penalized")
+# A scheme whose sender runs another congestion control than the run's --cc:
+# MPTCP with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h).
+WIFI3G_SCHEME_CC = {"mptcp_penalized": "liap"}
 WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
 
 
@@ -20,7 +25,7 @@ WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
 class Wifi3GPoint:
     """One run of E4: a scheme, a receive buffer and the two paths."""
     sweep: str            # which sweep it belongs to: its x axis
-    scheme: str           # tcp_wifi, tcp_3g or mptcp
+    scheme: str           # tcp_wifi, tcp_3g, mptcp or mptcp_penalized
     buffer_kb: int        # the receiver's receive buffer
     wifi: LinkParams
     cell: LinkParams
@@ -44,6 +49,7 @@ class Wifi3GPoint:
 class Wifi3GConfig:
     """Everything `run_mptcp.sh wifi3g` was asked to do."""
     sweeps: tuple[str, ...] = WIFI3G_SWEEPS
+    schemes: tuple[str, ...] = WIFI3G_SCHEMES
     # Up to 8 MB: with the 3G path's 2 s of buffer, MPTCP needs megabytes of
     # receive buffer before it gets both paths (results/README.md).
     buffers_kb: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000)
@@ -58,6 +64,18 @@ class Wifi3GConfig:
     wifi: LinkParams = WIFI
     cell: LinkParams = CELL
 
+    @staticmethod
+    def default_schemes(cc: str) -> tuple[tuple[str, ...], str]:
+        """(schemes, note): every scheme, less those whose congestion
+        control cannot run with --cc `cc` on this kernel, said in the note."""
+        left_out = [s for s, scheme_cc in WIFI3G_SCHEME_CC.items()
+                    if cc not in COUPLED_CONGESTION_CONTROLS or not _runs(scheme_cc)]
+        if not left_out:
+            return WIFI3G_SCHEMES, ""
+        return (tuple(s for s in WIFI3G_SCHEMES if s not in left_out),
+                f"schemes: {', '.join(left_out)} left out (its congestion control needs a coupled "
+                f"--cc on a kernel that can run it)")
+
     def validate(self) -> None:
         check_choices("--sweeps", "sweep", self.sweeps, WIFI3G_SWEEPS)
         for kb in (*self.buffers_kb, self.fixed_buffer_kb):
@@ -68,6 +86,14 @@ class Wifi3GConfig:
         if not 0 <= self.warmup_s <= 600:
             raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
         check_cc(self.cc)
+        check_choices("--schemes", "scheme", self.schemes, WIFI3G_SCHEMES)
+        for scheme, cc in WIFI3G_SCHEME_CC.items():
+            if scheme in self.schemes:
+                check_cc(cc, flag=f"--schemes {scheme}")
+                if self.cc not in COUPLED_CONGESTION_CONTROLS:
+                    raise ConfigError(f"--schemes {scheme}: runs {cc}, which is loaded with the "
+                                      f"coupled algorithms: give a coupled --cc "
+                                      f"({', '.join(COUPLED_CONGESTION_CONTROLS)}) or leave {scheme} out")
         check_seed(self.seed)
         check_lists_given(self.sweeps, {"buffer": ("--buffers", self.buffers_kb),
                                        "loss": ("--losses", self.wifi_loss_pcts),
@@ -82,13 +108,22 @@ class Wifi3GConfig:
         pts = []
         if "buffer" in self.sweeps:
             pts += [Wifi3GPoint("buffer", s, kb, self.wifi, self.cell)
-                    for kb in self.buffers_kb for s in WIFI3G_SCHEMES]
+                    for kb in self.buffers_kb for s in self.schemes]
         if "loss" in self.sweeps:
             pts += [Wifi3GPoint("loss", s, self.fixed_buffer_kb,
                                 dataclasses.replace(self.wifi, loss_pct=loss), self.cell)
-                    for loss in self.wifi_loss_pcts for s in WIFI3G_SCHEMES]
+                    for loss in self.wifi_loss_pcts for s in self.schemes]
         if "rtt" in self.sweeps:
             pts += [Wifi3GPoint("rtt", s, self.fixed_buffer_kb,
                                 dataclasses.replace(self.wifi, delay_ms=rtt / 2), self.cell)
-                    for rtt in self.wifi_rtts_ms for s in WIFI3G_SCHEMES]
+                    for rtt in self.wifi_rtts_ms for s in self.schemes]
         return pts
+
+
+def _runs(cc: str) -> bool:
+    """Whether this kernel can run congestion control `cc`."""
+    try:
+        check_cc(cc)
+    except ConfigError:
+        return False
+    return True

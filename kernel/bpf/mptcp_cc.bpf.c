@@ -8,6 +8,8 @@
  *           "MPTCP is not Pareto-optimal", CoNEXT 2012 / IEEE-ACM ToN 2013
  *   ewtcp - equally-weighted TCP (Honda et al. 2009), as evaluated in
  *           Raiciu et al., NSDI 2011: Reno with additive increase a = 1/n^2
+ *   liap  - LIA with the penalization of slow subflows of Raiciu et al.,
+ *           NSDI 2012 (penalize.h)
  *
  * Upstream MPTCP has no coupled congestion control: every subflow is an
  * ordinary TCP socket that runs the namespace's default algorithm on its
@@ -59,7 +61,9 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define RTT_CAP		(1U << 24)	/* RTTs (us) are capped here (16.7 s) */
 #define ONE_FP32	(1LL << 32)	/* 1 packet in OLIA's accumulator units */
 
-enum { ALGO_LIA, ALGO_OLIA, ALGO_EWTCP };
+enum { ALGO_LIA, ALGO_OLIA, ALGO_EWTCP, ALGO_LIA_P };
+
+#include "repair_log.h"
 
 /* One subflow's published state.  Written only by its owner; read by the
  * connection's other subflows without locking (a torn read only makes one
@@ -97,6 +101,8 @@ struct cc_priv {
 	__u32 loss3;	/* OLIA: snd_una now (updated on every ACK) */
 	__s64 acc;	/* OLIA: pending window change, units of 2^-32 pkt */
 	__u32 sane_cwnd;/* last window seen below W_CAP (see repair_window) */
+	struct hook_snapshot last;	/* after our last callback (repair_log.h) */
+	__u64 penalized_us;	/* liap: tcp_mstamp of the last penalty (penalize.h) */
 };
 
 _Static_assert(sizeof(struct cc_priv) <= 104, "cc_priv exceeds icsk_ca_priv");
@@ -159,47 +165,56 @@ static __always_inline __u32 crt_cwnd(const struct sock *sk, __u8 ca_state)
 #define INFINITE_SSTHRESH 0x7fffffffU
 
 /* On this kernel (6.18) a subflow running one of these algorithms now and
- * then gets, in loss recovery, a window of hundreds of millions of packets,
- * not written by this program (whose only window writes are OLIA's and the
- * repairs here). The values fit proportional rate reduction computing with
- * an infinite ssthresh: cwnd = in_flight + ssthresh * delivered / prior_cwnd
- * with ssthresh = 0x7fffffff. An undo (a retransmission found spurious)
- * restores snd_ssthresh from prior_ssthresh, which is still "infinite" on a
- * subflow that never lost before, and leaves the state at Recovery until
- * the recovery point is acked, so the next ACKs run PRR with it. Such a
- * window lets the subflow send whatever it has, so it overflows its queues
- * and stalls its connection. So, at every ACK (in_ack_event runs before
- * PRR) and in every other callback:
+ * then gets, in loss recovery, a window of hundreds of millions of packets.
+ * Why is not known yet: every occurrence is recorded with the state around
+ * it (repair_log.h) to find out. The guess on record was proportional rate
+ * reduction computing with an infinite ssthresh restored by an undo; but
+ * tcp_cwnd_reduction() (net/ipv4/tcp_input.c, as read in 6.x source) takes its
+ * "delta = ssthresh - in_flight < 0" branch, the only one that scales with
+ * ssthresh, only when ssthresh is below what is in flight, so an infinite
+ * ssthresh alone cannot give such a window there. Other writers to check:
+ * tcp_slow_start() and tcp_cong_avoid_ai(), which our cong_avoid calls
+ * with the kernel's `acked` (HOOK_AFTER_CONG_AVOID records those), and
+ * Reno's undo (KIND_UNDO_OVER_CAP). Such a window lets the subflow send
+ * whatever it has, so it overflows its queues and stalls its connection.
+ * So, at every ACK (in_ack_event runs before the kernel's own window
+ * updates) and in every other callback:
  *   - in CWR or Recovery an infinite ssthresh is set to the current window
  *     (an undone reduction reduces nothing);
  *   - a window or ssthresh beyond W_CAP (2^20 packets, 1.5 GB: no real
  *     window comes near it) is put back to the last sane window (ssthresh
  *     to half of it, as after a loss);
- * and each repair is counted. */
-static __always_inline void repair_window(struct sock *sk)
+ * and each repair is counted and recorded. `acked` is cong_avoid's
+ * argument, or set_state's new state. */
+static __always_inline void repair_window(struct sock *sk, __u8 hook, __u32 acked)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct cc_priv *ca = inet_csk_ca(sk);
 	__u32 sane = ca->sane_cwnd ? ca->sane_cwnd : 10;
 	__u8 state = BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
-	bool repaired = false;
+	__u8 kind = 0;
 
-	if (tp->snd_cwnd > W_CAP) {
-		tp->snd_cwnd = sane;
-		repaired = true;
-	}
+	if (tp->snd_cwnd > W_CAP)
+		kind |= KIND_CWND_OVER_CAP;
 	if (tp->snd_ssthresh == INFINITE_SSTHRESH &&
-	    (state == TCP_CA_CWR || state == TCP_CA_Recovery)) {
+	    (state == TCP_CA_CWR || state == TCP_CA_Recovery))
+		kind |= KIND_INFINITE_SSTHRESH;
+	else if (tp->snd_ssthresh > W_CAP && tp->snd_ssthresh != INFINITE_SSTHRESH)
+		kind |= KIND_SSTHRESH_OVER_CAP;
+	if (kind)
+		log_corrupted(sk, tp, ca->token, hook, kind, state, acked, &ca->last);
+
+	if (kind & KIND_CWND_OVER_CAP)
+		tp->snd_cwnd = sane;
+	if (kind & KIND_INFINITE_SSTHRESH)
 		tp->snd_ssthresh = max_u32(tp->snd_cwnd, 2);
-		repaired = true;
-	} else if (tp->snd_ssthresh > W_CAP && tp->snd_ssthresh != INFINITE_SSTHRESH) {
+	else if (kind & KIND_SSTHRESH_OVER_CAP)
 		tp->snd_ssthresh = max_u32(sane >> 1, 2);
-		repaired = true;
-	}
-	if (repaired)
+	if (kind)
 		__sync_fetch_and_add(&window_repairs, 1);
 	else
 		ca->sane_cwnd = tp->snd_cwnd;
+	take_snapshot(tp, &ca->last, hook, state, acked);
 }
 
 /* smoothed RTT in microseconds (tp->srtt_us is <<3), floored at 1 and
@@ -224,8 +239,11 @@ static __always_inline __u32 olia_loss_dist(const struct cc_priv *ca)
  * Finding the MPTCP connection
  */
 
-/* Token of the MPTCP connection sk is a subflow of, 0 if none (yet). */
-static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
+/* The MPTCP subflow context of sk (an untrusted, read-only pointer), or
+ * NULL if sk is not (yet) an MPTCP subflow; a plain TCP socket is marked
+ * so in ca and never looked at again. */
+static __always_inline struct mptcp_subflow_context *subflow_ctx(struct sock *sk,
+								  struct cc_priv *ca)
 {
 	struct inet_connection_sock *icsk = inet_csk(sk);
 	const struct tcp_ulp_ops *ulp;
@@ -236,27 +254,37 @@ static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
 	 * plain TCP socket: if it is clear this socket never couples. */
 	if (!BPF_CORE_READ_BITFIELD(tcp_sk(sk), is_mptcp)) {
 		ca->plain = 1;
-		return 0;
+		return NULL;
 	}
 	/* Only trust icsk_ulp_data if the ULP really is "mptcp". */
 	ulp = icsk->icsk_ulp_ops;
 	if (!ulp)
-		return 0;
+		return NULL;
 	if (ulp->name[0] != 'm' || ulp->name[1] != 'p' || ulp->name[2] != 't' ||
 	    ulp->name[3] != 'c' || ulp->name[4] != 'p' || ulp->name[5] != 0)
-		return 0;
+		return NULL;
 	/* icsk_ulp_data is a void *: the verifier sees a scalar, which
 	 * bpf_rdonly_cast turns into an untrusted (probe-read) pointer. */
 	ulp_data = icsk->icsk_ulp_data;
 	if (!ulp_data)
-		return 0;
+		return NULL;
 	sf = bpf_rdonly_cast(ulp_data,
 			     bpf_core_type_id_kernel(struct mptcp_subflow_context));
 	/* back-pointer sanity check: the context must belong to this socket */
 	if ((void *)sf->tcp_sock != (void *)sk)
-		return 0;
-	return sf->token;
+		return NULL;
+	return sf;
 }
+
+/* Token of the MPTCP connection sk is a subflow of, 0 if none (yet). */
+static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
+{
+	struct mptcp_subflow_context *sf = subflow_ctx(sk, ca);
+
+	return sf ? sf->token : 0;
+}
+
+#include "penalize.h"
 
 /* Slot pointer for our own slot, or NULL if we hold none in cs. */
 static __always_inline struct sf_slot *own_slot(struct conn_state *cs,
@@ -626,8 +654,8 @@ static __always_inline void cc_init(struct sock *sk, int algo)
 	ca->acc = 0;
 }
 
-static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acked,
-					  int algo)
+static __always_inline void cong_avoid_body(struct sock *sk, __u32 ack, __u32 acked,
+					    int algo)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct cc_priv *ca = inet_csk_ca(sk);
@@ -635,7 +663,7 @@ static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 	struct path_view v;
 	__u32 own_w, own_r, own_l = 0, n;
 
-	repair_window(sk);
+	repair_window(sk, HOOK_CONG_AVOID, acked);
 	if (algo == ALGO_OLIA)
 		ca->loss3 = tp->snd_una;
 
@@ -652,6 +680,10 @@ static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 	publish(cs, ca, crt_cwnd(sk, BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state)),
 		own_r, own_l);
 
+	/* liap: a slow subflow holding up a window-limited connection
+	 * gives up half its window instead of growing (penalize.h). */
+	if (algo == ALGO_LIA_P && penalize_if_holding(sk, ca, cs, own_r))
+		return;
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
@@ -678,7 +710,7 @@ static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 		return;
 	}
 
-	if (algo == ALGO_LIA) {
+	if (algo == ALGO_LIA || algo == ALGO_LIA_P) {
 		tcp_cong_avoid_ai(tp, mptcp_cc_lia_cnt(&v), acked);
 	} else if (algo == ALGO_EWTCP) {
 		/* a = 1/n^2: +1 packet per n^2 * cwnd ACKed packets */
@@ -709,6 +741,23 @@ static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acke
 	}
 }
 
+/* cong_avoid, then a look at what it wrote: a window beyond W_CAP here was
+ * written by this program (from `acked` and the coupled increase), not by
+ * the kernel. It is recorded, and repaired at the next callback. */
+static __always_inline void cc_cong_avoid(struct sock *sk, __u32 ack, __u32 acked, int algo)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct cc_priv *ca = inet_csk_ca(sk);
+	__u8 state;
+
+	cong_avoid_body(sk, ack, acked, algo);
+	state = BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state);
+	if (tp->snd_cwnd > W_CAP)
+		log_corrupted(sk, tp, ca->token, HOOK_AFTER_CONG_AVOID, KIND_CWND_OVER_CAP, state,
+			      acked, &ca->last);
+	take_snapshot(tp, &ca->last, HOOK_AFTER_CONG_AVOID, state, acked);
+}
+
 static __always_inline __u32 cc_ssthresh(struct sock *sk, int algo)
 {
 	struct cc_priv *ca = inet_csk_ca(sk);
@@ -716,7 +765,7 @@ static __always_inline __u32 cc_ssthresh(struct sock *sk, int algo)
 	struct sf_slot *s;
 	__u32 ssthresh;
 
-	repair_window(sk);
+	repair_window(sk, HOOK_SSTHRESH, 0);
 	ssthresh = tcp_reno_ssthresh(sk);	/* max(cwnd/2, 2) */
 
 	if (algo == ALGO_OLIA)
@@ -736,11 +785,14 @@ static __always_inline __u32 cc_ssthresh(struct sock *sk, int algo)
  * corrupted values repair_window() describes. */
 static __always_inline __u32 cc_undo_cwnd(struct sock *sk)
 {
+	struct cc_priv *ca = inet_csk_ca(sk);
 	__u32 cwnd;
 
-	repair_window(sk);
+	repair_window(sk, HOOK_UNDO_CWND, 0);
 	cwnd = tcp_reno_undo_cwnd(sk);
 	if (cwnd > W_CAP) {
+		log_corrupted(sk, tcp_sk(sk), ca->token, HOOK_UNDO_CWND, KIND_UNDO_OVER_CAP,
+			      BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state), 0, &ca->last);
 		__sync_fetch_and_add(&window_repairs, 1);
 		cwnd = tcp_sk(sk)->snd_cwnd;
 	}
@@ -753,7 +805,7 @@ static __always_inline void cc_set_state(struct sock *sk, __u8 new_state, int al
 	struct cc_priv *ca = inet_csk_ca(sk);
 	struct conn_state *cs;
 
-	repair_window(sk);
+	repair_window(sk, HOOK_SET_STATE, new_state);
 	/* OLIA inter-loss bookkeeping, as mptcp_olia_set_state(): a loss
 	 * event closes the current inter-loss interval (unless nothing was
 	 * acked since the last one, or this is a repeated RTO). */
@@ -804,7 +856,7 @@ void BPF_PROG(NAME##_set_state, struct sock *sk, __u8 new_state)		\
 SEC("struct_ops/" #NAME "_in_ack_event")					\
 void BPF_PROG(NAME##_in_ack_event, struct sock *sk, __u32 flags)		\
 {										\
-	repair_window(sk);							\
+	repair_window(sk, HOOK_IN_ACK_EVENT, 0);				\
 }										\
 SEC("struct_ops/" #NAME "_undo_cwnd")						\
 __u32 BPF_PROG(NAME##_undo_cwnd, struct sock *sk)				\
@@ -830,3 +882,4 @@ struct tcp_congestion_ops NAME = {						\
 DEFINE_CC(lia, ALGO_LIA)
 DEFINE_CC(olia, ALGO_OLIA)
 DEFINE_CC(ewtcp, ALGO_EWTCP)
+DEFINE_CC(liap, ALGO_LIA_P)
