@@ -9,11 +9,10 @@ from pathlib import Path
 
 from base.files import check_folder_path
 from base.flowsizes import EmpiricalSizes
-from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS,
-                                DHFT_SWEEPS, DRIVERS, MAX_SUBFLOWS, WIFI3G_SCHEMES, WIFI3G_SWEEPS,
+from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SWEEPS, DRIVERS,
+                                MAX_SUBFLOWS, WIFI3G_SCHEMES, WIFI3G_SWEEPS, LINKFAILURE_SCHEMES,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
-                                LINKFAILURE_SCHEMES, LinkFailureConfig,
-                                OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
+                                LinkFailureConfig, OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
