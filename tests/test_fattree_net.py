@@ -115,6 +115,11 @@ def test_subflows_spread_over_the_core(ft4, tmp_path):
     assert len(used) >= 3, carried
 
 
+# More than a few ARP exchanges (60-byte frames), less than the SYN, SYN-ACK
+# and ACKs of a subflow's handshake and its first data (4280 bytes was seen).
+SUBFLOWS_WERE_HERE_BYTES = 1000
+
+
 def tx_bytes(sweep, node: str) -> dict[str, int]:
     """Bytes each of a node's interfaces sent."""
     return {intf: tx for intf, (_, tx) in dev_bytes(sweep, node).items()}
@@ -139,10 +144,12 @@ def test_every_tier_spreads_upward_traffic(ft4, tmp_path):
         sent = {n: after[sw][n] - before[sw][n] for n in names}
         total = sum(sent.values())
         assert total > 0, sw
-        # A polarized tier leaves one uplink at ~0: no subflow leaves by it.
-        # Bytes need not split evenly, since the coupled congestion control
-        # moves them between paths. In a Debian 12 guest under full emulation
-        # (openflow-reactive), a0_1 once sent 8 % of its bytes on one uplink
-        # and 92 % on the other, so the bar is 1 % (as in
-        # test_subflows_spread_over_the_core).
-        assert min(sent.values()) > 0.01 * total, (sw, sent)
+        # A polarized tier leaves one uplink idle: no subflow leaves by it, so
+        # it sends nothing but the odd ARP. Bytes need not split evenly, since
+        # the coupled congestion control moves them between paths: under full
+        # emulation (openflow-reactive), a0_1 once sent 8 % of its bytes on
+        # one uplink (Debian 12 guest), and once 4280 bytes against 13.2 MB
+        # (Debian 13 guest, a clean-clone CI run): its subflows there were set
+        # up and then carried next to nothing. So the bar is that every uplink
+        # carried some of the subflows' packets, not a share of the bytes.
+        assert min(sent.values()) > SUBFLOWS_WERE_HERE_BYTES, (sw, sent)
