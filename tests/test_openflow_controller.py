@@ -19,6 +19,11 @@ from tests.conftest import needs_root
 # `guest`: also run where Open vSwitch forwards in the kernel (stock kernels).
 pytestmark = [needs_root, pytest.mark.guest]
 
+# The kernel's counts of connections that fell back to TCP at start-up: the
+# client's SYN retransmitted without MP_CAPABLE, or the server's handshake
+# ending in an ACK without it.
+FALLBACK_COUNTERS = ("MPTcpExtMPCapableSYNTXDisabled", "MPTcpExtMPCapableFallbackACK")
+
 
 class HurtController:
     """A Sweep `during_runs` hook: sends the controller `sig` `after_s`
@@ -81,12 +86,16 @@ def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, tmp_path, 
     # MP_CAPABLE (MPTcpExtMPCapableSYNTXDisabled) fell back to TCP, so it has
     # no subflow at all. That is the start-up effect of 1 Mb/s queues the
     # comment above describes, not the controller's (CI, Debian 13 guest: one
-    # connection of 16, two such SYNs, the flow carrying 0.72 Mb/s).
+    # connection of 16, two such SYNs, the flow carrying 0.72 Mb/s). The
+    # handshake's third ACK can be lost the same way: the server then sees
+    # data without MP_CAPABLE and falls back (MPTcpExtMPCapableFallbackACK;
+    # CI, host: one connection of 16, one subflow, 0.33 Mb/s). A connection
+    # that fell back never joins, so it has at most its first subflow.
     assert all(f["goodput_mbps"] > 0 for f in after["flows"]), why_flagged(after)
-    fell_back = after["kernel_counters"].get("MPTcpExtMPCapableSYNTXDisabled", 0)
+    fell_back = sum(after["kernel_counters"].get(name, 0) for name in FALLBACK_COUNTERS)
     short = [f for f in after["flows"] if f["subflows_established"] < 2]
     explained = bool(short) and len(short) <= fell_back and all(
-        f["subflows_established"] == 0 for f in short)
+        f["subflows_established"] <= 1 for f in short)
     allowed = {"cpu_saturated"} | ({"subflows_missing"} if explained else set())
     assert set(after["flags"]) <= allowed, why_flagged(after)
 
