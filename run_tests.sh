@@ -10,4 +10,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 "$here/bootstrap.sh" --dev || { echo "run_tests.sh: error: set-up failed (see above)" >&2; exit 1; }
 cd "$here"
-exec timeout 1500 "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
+# A hang guard, not a speed target: the host suite took 1100-1140 s on the
+# machines of earlier rounds and 1384 s on a slower one of the same class
+# (clean-clone CI, 2026-11-26); the guests run the guest-marked subset.
+exec timeout 2400 "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider "$@" tests

@@ -78,9 +78,20 @@ def test_the_main_command_at_a_guest_sized_rate(tmp_path, no_leftovers):
         assert all(f["goodput_mbps"] > 0 for f in rec["flows"]), f"flows{n}:\n{_flow_table(rec)}"
         assert all(f["subflows_established"] == n for f in rec["flows"]), \
             [f["subflows_established"] for f in rec["flows"]]
-        assert set(rec["flags"]) <= {"over_capacity"}, (n, rec["flags"], rec.get("health"),
-                                                         rec["cpu_mean_pct"])
+        assert set(rec["flags"]) <= GUEST_ALLOWED_FLAGS, (n, rec["flags"], rec.get("health"),
+                                                          rec["cpu_mean_pct"])
     assert (tmp_path / "plots" / "ft4-one_to_one-throughput.png").exists()
+
+
+# The flags the guest's own machine can raise on a correct run: the guard's
+# over_capacity (--force, above), and cpu_saturated. Under full emulation the
+# guest's two vCPUs run at the host's TCG speed: on an AMD EPYC host where the
+# Debian 12 guest suite took 1040 s (596 s on the machine this rate was chosen
+# on), the TCP run of this command averaged 89 % CPU and was flagged, with
+# every flow carrying on its one subflow. The flag is the record
+# being honest about the emulator, not a fault of the stock kernel's paths
+# that this test is about; every other flag still fails it.
+GUEST_ALLOWED_FLAGS = {"over_capacity", "cpu_saturated"}
 
 
 def _flow_table(rec: dict) -> str:

@@ -69,6 +69,10 @@ class IperfDriver(TrafficDriver):
     """One iperf3 server and one client per flow, every client sending from
     the moment it starts."""
     name = "iperf3"
+    # How long a client may take to connect before its flow counts as failed
+    # (iperf3 --connect-timeout); an attribute so a test under full emulation,
+    # where the reactive controller sets up a path slowly, can allow more.
+    connect_timeout_ms = CONNECT_TIMEOUT_MS
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,
@@ -96,7 +100,7 @@ class IperfDriver(TrafficDriver):
                 f"iperf3 client {f.src}->{f.dst}",
                 [*wrap, "iperf3", "-c", f.dst_ip, "-p", str(f.server_port),
                  "-B", f.src_ip, "--cport", str(f.client_port), "-t", f"{total_s:g}", "-J",
-                 "--connect-timeout", str(CONNECT_TIMEOUT_MS),
+                 "--connect-timeout", str(self.connect_timeout_ms),
                  "--logfile", str(logdir / f"{f.index:04d}-client.json")],
                 ns_pid=self.fabric.pid(f.src)) for f in flows]
             if on_started:
