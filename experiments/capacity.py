@@ -51,8 +51,15 @@ CACHE_DIR = Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harn
 # Mean CPU a sweep may be predicted to use. The saturation flag trips when all
 # cores are above 90 % in 10 % of the samples; traffic is bursty, so the mean
 # has to stay well below that. At 81 % predicted (FatTree(6), 5 Mb/s) MPTCP-8
-# measured 81.6 % mean and reached only 81 % of optimal.
-CPU_BUDGET_PCT = 70.0
+# measured 81.6 % mean and reached only 81 % of optimal. It was 70 % until a
+# slower machine of the same 2-core class (AMD EPYC, 2026-11-26) calibrated
+# quietly at 1.51 and 1.58 core-s per Gbit-hop: FatTree(4) at 10 Mb/s, the
+# README's command, was predicted at 68 % and 72 %, so it was accepted or
+# refused by chance; its MPTCP-8 run then measured 60.1 % CPU and 84.9 % of
+# optimal (valid), and taught the guard 1.64 (74.8 % predicted). The
+# prediction counts every flow at its optimal rate, so it runs above the CPU
+# measured (also FatTree(6) at 3 Mb/s: 56 % predicted, 43.7 % measured).
+CPU_BUDGET_PCT = 75.0
 CALIBRATION_BW_MBPS = 10.0
 CALIBRATION_TIME_S = 6.0        # per repeat, after the warm-up
 CALIBRATION_WARMUP_S = 4.0
