@@ -18,12 +18,19 @@ pytestmark = needs_root
 SRC, DST = "h0_0_0", "h2_0_0"   # different pods: 4 equal-cost paths, one per core
 
 
-# `guest`: all three also run in stock-kernel guests, where the openflow
-# fabrics forward in Open vSwitch's kernel datapath and, before 6.11, l3 has
-# no per-router hash seed (emulator/fabrics/l3.py).
+# `guest`: l3 and openflow also run in stock-kernel guests, where openflow
+# forwards in Open vSwitch's kernel datapath and, before 6.11, l3 has no
+# per-router hash seed (emulator/fabrics/l3.py). openflow-reactive runs on the
+# host only: on a slower host of this machine class (AMD EPYC, 2026-11-26) its
+# tests failed in both guests under full emulation, where every new 5-tuple
+# waits for the controller's packet-in round at the emulator's pace (Debian
+# 12: an iperf3 client not connected after 5 s; Debian 13, with 20 s allowed
+# to connect: 2 of 8 subflows joined within a 4 s transfer, and a tier-test
+# client still running at its deadline was stopped). Its datapath is openflow's,
+# which the guests test; what it adds, the reactive controller, the host tests.
 @pytest.fixture(scope="module", params=[pytest.param("l3", marks=pytest.mark.guest),
                                         pytest.param("openflow", marks=pytest.mark.guest),
-                                        pytest.param("openflow-reactive", marks=pytest.mark.guest)])
+                                        "openflow-reactive"])
 def ft4(request, tmp_path_factory):
     cfg = SweepConfig(k=4, link=LinkParams(bw_mbps=10, queue_pkts=100), seed=1,
                       results=tmp_path_factory.mktemp("results"), fabric=request.param)
