@@ -14,7 +14,9 @@ class LinkParams:
     bw_mbps: float = 10.0
     queue_pkts: int = 100
     # Segmentation offloads on the hosts' interfaces. Off, every packet in the
-    # fabric is one MTU frame, so a queue limit in packets means packets.
+    # fabric is one MTU frame, so a switch's queue limit in packets means
+    # packets (a host's own queue still holds TCP's GSO packets: README,
+    # "What a run is", item 3).
     offload: bool = False
     # One-way propagation delay, its jitter (uniform within +-jitter, never
     # reordering) and random loss, each applied in both directions as

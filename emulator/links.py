@@ -81,8 +81,11 @@ def offload_commands(intf: str, link: LinkParams) -> list[str]:
     """Shell lines setting segmentation offloads on a host interface.
 
     With TSO/GSO off the host hands the fabric MTU-sized frames only (veth GRO
-    is off by default, so routers never merge them), so every queue limit in
-    packets is a limit in MTU packets.
+    is off by default, so routers never merge them), so every switch's queue
+    limit in packets is a limit in MTU packets. Not the host's own queue:
+    TCP builds GSO packets whatever the device offers (Linux 4.13 on) and the
+    device splits them after its qdisc, so the host's HTB holds and releases
+    up to 64 KB at a time (README, "What a run is", item 3).
     """
     state = "on" if link.offload else "off"
     return [f"ethtool -K {intf} tso {state} gso {state}"]
