@@ -59,7 +59,14 @@ CACHE_DIR = Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harn
 # optimal (valid), and taught the guard 1.64 (74.8 % predicted). The
 # prediction counts every flow at its optimal rate, so it runs above the CPU
 # measured (also FatTree(6) at 3 Mb/s: 56 % predicted, 43.7 % measured).
-CPU_BUDGET_PCT = 75.0
+# At 75 % the same machine's quiet calibration read 1.704 on another day
+# (repeats 1.62, 1.70 and 1.81, using 53.3-57.4 % CPU at 73-78 % of optimal):
+# 77.0 % predicted, refused, and a clean-clone CI failed on it. So 80 %:
+# FatTree(4) at 10 Mb/s fits up to 1.77 there. This moves a threshold, not
+# the model; the prediction's overestimate is issue 19's to fix (learn from
+# the CPU runs measure against the CPU predicted). With the development VM's
+# 1.18 the suggested rates stay (FatTree(6) 4 Mb/s, FatTree(8) 1.5 Mb/s).
+CPU_BUDGET_PCT = 80.0
 CALIBRATION_BW_MBPS = 10.0
 CALIBRATION_TIME_S = 6.0        # per repeat, after the warm-up
 CALIBRATION_WARMUP_S = 4.0
