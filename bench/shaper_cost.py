@@ -139,7 +139,7 @@ def main() -> int:
     if not args.no_fattree:
         print("\n=== FatTree(4) one_to_one, MPTCP-8 at 10 Mb/s: the capacity calibration, not cached ===")
         cal = capacity.calibrate("l3", say=lambda m: print(f"    {m}", flush=True))
-        per_run = ", ".join(f"{c:.3f}" for c in cal.observations)
+        per_run = ", ".join(f"{o['per_delivered']:.3f}" for o in cal.observations)
         print(f"core-s per Gbit-hop: median {cal.core_s_per_gbit_hop:.3f} (repeats {per_run}); "
               f"{cal.core_s_per_gbit_hop * US_PER_CORE_S_PER_GBIT_HOP:.2f} us per packet-hop"
               + (f"; taken under load: {cal.under_load}" if cal.under_load else ""))

@@ -95,18 +95,53 @@ def test_overloaded_sweep_is_refused_then_forced_and_flagged(tmp_path, no_leftov
     assert "cpu_saturated" in rec["flags"], rec["cpu_mean_pct"]
 
 
+def observation(per_delivered, per_demanded=None, k=4, workload="one_to_one", bw=10.0):
+    return capacity.Observation(k, workload, bw, per_demanded or per_delivered * 0.75, per_delivered)
+
+
 def test_a_cached_calibration_learns_from_runs(tmp_path, monkeypatch):
     """A pessimistic cached cost gives way to what runs measure: the median
     of the observations, so one more bad one does not undo it."""
     monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
     capacity.save(dataclasses.replace(calibration(cost=1.82, cpus=capacity.machine()["cpus"]),
-                                      observations=(1.82,)))
-    capacity.learn("l3", [1.38, 1.40], say=lambda _: None)
+                                      observations=(observation(1.82).as_dict(),)))
+    capacity.learn("l3", [observation(1.38), observation(1.40)], say=lambda _: None)
     assert capacity.load("l3").core_s_per_gbit_hop == pytest.approx(1.40)
-    capacity.learn("l3", [1.39, 2.5], say=lambda _: None)
+    capacity.learn("l3", [observation(1.39), observation(2.5)], say=lambda _: None)
     assert capacity.load("l3").core_s_per_gbit_hop == pytest.approx(1.40)
-    capacity.learn("l3", [1.0] * 20, say=lambda _: None)
+    capacity.learn("l3", [observation(1.0)] * 20, say=lambda _: None)
     assert len(capacity.load("l3").observations) == capacity.OBSERVATIONS_KEPT
+    # Each configuration keeps its own; a rate below the calibration's does
+    # not move the cost used where nothing has been run.
+    capacity.learn("l3", [observation(3.0, k=8, bw=1.5)] * 3, say=lambda _: None)
+    cal = capacity.load("l3")
+    assert len(cal.observations) == capacity.OBSERVATIONS_KEPT + 3
+    assert cal.core_s_per_gbit_hop == pytest.approx(1.0)
+    assert cal.measured_cost(8, "one_to_one", 1.5) == (pytest.approx(2.25), 3)
+
+
+def test_a_configuration_run_here_is_predicted_from_the_cpu_it_measured():
+    """FatTree(4) one_to_one at 10 Mb/s, run here at 0.9 Gbit-hops demanded
+    with 1.8 core-s per Gbit-hop delivered at 75 % of optimal: 1.215 cores,
+    61 % of two. Counting every flow at its optimal rate would say 81 %."""
+    ran = dataclasses.replace(calibration(cost=1.8), observations=(
+        observation(1.8, 1.35).as_dict(), observation(1.7, 1.2).as_dict(),
+        observation(1.9, 1.5).as_dict()))
+    here = capacity.judge(SweepConfig(k=4), ran)
+    assert here.predicted_cpu_pct == pytest.approx(100 * 0.9 * 1.35 / 2)
+    assert here.fits and "3 MPTCP-8 runs of this configuration" in here.reason()
+    assert here.as_record()["core_s_per_gbit_hop"] == pytest.approx(1.35)
+    never = capacity.judge(SweepConfig(k=4), calibration(cost=1.8))
+    assert never.predicted_cpu_pct == pytest.approx(100 * 0.9 * 1.8 / 2)
+    assert not never.fits and "not run here yet" in never.reason()
+    # Another rate has not been run: the other rule, and the rate it
+    # suggests is one it then accepts.
+    at20 = capacity.judge(SweepConfig(k=4, link=LinkParams(bw_mbps=20)), ran)
+    assert not at20.fits and "not run here yet" in at20.reason()
+    assert at20.suggested_bw_mbps == 10    # as measured; by the other rule only 8 would
+    assert capacity.judge(SweepConfig(k=6), ran).suggested_bw_mbps == 2.5
+    again = capacity.judge(SweepConfig(k=4, link=LinkParams(bw_mbps=at20.suggested_bw_mbps)), ran)
+    assert again.fits, again.reason()
 
 
 @needs_root
