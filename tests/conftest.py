@@ -106,10 +106,10 @@ def interrupt_after_first_run(argv: list[str], first: Path, settle_s: float) -> 
 
 
 @contextlib.contextmanager
-def opened_sweep(cfg):
+def opened_sweep(cfg, say=lambda *_: None):
     """A FatTree sweep's network, started for a test module and stopped after it."""
     from experiments.fattree import Sweep   # here: most test modules build no sweep
-    sweep = Sweep(cfg, say=lambda *_: None)
+    sweep = Sweep(cfg, say=say)
     try:
         sweep.open()
         yield sweep
