@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -17,10 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 # No test reads what an earlier run left in the machine's calibration cache
-# (/var/cache/mptcp-dc-harness): the suite calibrates into a cache of its own,
-# once, the first time a test needs the capacity guard, and removes it at the end.
+# (/var/cache/mptcp-dc-harness): the suite points it at a cache of its own,
+# which a run calibrates into where no test set one (set_guard_calibration
+# below), and removes it at the end.
 # Set before experiments.capacity is imported, and inherited by run_mptcp.sh.
-SUITE_CACHE = Path(tempfile.mkdtemp(prefix="mptcp-test-cache-"))
+# Named, not created: the cache makes its folder when something calibrates, so
+# importing this module (or a suite stopped before its end) leaves no empty
+# folder behind; the random part keeps an earlier suite's folder from being read.
+SUITE_CACHE = Path(tempfile.gettempdir()) / f"mptcp-test-cache-{os.getpid()}-{secrets.token_hex(4)}"
 os.environ["MPTCP_HARNESS_CACHE"] = str(SUITE_CACHE)
 
 
@@ -115,3 +120,17 @@ def opened_sweep(cfg, say=lambda *_: None):
         yield sweep
     finally:
         sweep.close()
+
+
+def set_guard_calibration(monkeypatch, cache: Path, cost: float, set_by: str,
+                          fabric: str = "l3") -> None:
+    """The capacity guard reads a calibration a test sets (`cost` core-s per
+    Gbit-hop delivered, no run measured) from a cache of its own, here and
+    in the run_mptcp.sh it starts, instead of measuring one: for tests whose
+    subject is not the guard's measurement (tests/test_capacity.py's)."""
+    from experiments import capacity
+    monkeypatch.setattr(capacity, "CACHE_DIR", cache)
+    capacity.save(capacity.Calibration(fabric=fabric, machine=capacity.machine(),
+                                       core_s_per_gbit_hop=cost, idle_pct=0.0,
+                                       measured={"set_by": set_by}))
+    monkeypatch.setenv("MPTCP_HARNESS_CACHE", str(cache))

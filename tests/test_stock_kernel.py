@@ -21,10 +21,9 @@ import subprocess
 
 import pytest
 
-from experiments import capacity
 from harness.options import config_from_args
 from experiments.config import COUPLED_CC_KFUNC as KFUNC
-from tests.conftest import ROOT, kernel_has, needs_root
+from tests.conftest import ROOT, kernel_has, needs_root, set_guard_calibration
 
 SCRIPT = str(ROOT / "run_mptcp.sh")
 IN_GUEST = os.environ.get("HARNESS_GUEST", "")
@@ -66,13 +65,8 @@ def test_the_main_command_at_a_guest_sized_rate(tmp_path, tmp_path_factory, monk
     # run's 14.58) instead of measuring one: three more MPTCP-8 runs under
     # full emulation that show nothing of the stock kernel. The calibration
     # itself is tests/test_capacity.py's, on the host.
-    cache = tmp_path_factory.mktemp("guard-cache")
-    monkeypatch.setattr(capacity, "CACHE_DIR", cache)
-    default_fabric = config_from_args(["4"])[0].fabric
-    capacity.save(capacity.Calibration(fabric=default_fabric, machine=capacity.machine(),
-                                       core_s_per_gbit_hop=14.58, idle_pct=0.0,
-                                       measured={"set_by": "tests/test_stock_kernel.py"}))
-    monkeypatch.setenv("MPTCP_HARNESS_CACHE", str(cache))
+    set_guard_calibration(monkeypatch, tmp_path_factory.mktemp("guard-cache"), 14.58,
+                          "tests/test_stock_kernel.py", fabric=config_from_args(["4"])[0].fabric)
     # --warmup 10 --time 20, not the default 20 + 10 at 2 Mb/s: the same 30 s
     # of traffic, with twice the window in which every flow must carry. In
     # the CI of ef82059 one flow carried nothing in 10 s (which one was cut

@@ -7,8 +7,7 @@ import subprocess
 import pytest
 
 from base.lock import LOCK_PATH
-from experiments import capacity
-from tests.conftest import ROOT, interrupt_after_first_run, needs_root
+from tests.conftest import ROOT, interrupt_after_first_run, needs_root, set_guard_calibration
 
 pytestmark = needs_root
 SCRIPT = str(ROOT / "run_mptcp.sh")
@@ -25,12 +24,8 @@ def guard_calibration(tmp_path_factory, monkeypatch):
     own calibration measured. One clean-clone CI run's suite calibration read
     2.01 core-s per Gbit per link, where a quiet one on the same machine
     right after read 0.53, and refused the README's command at 10 Mb/s."""
-    cache = tmp_path_factory.mktemp("guard-cache")
-    monkeypatch.setattr(capacity, "CACHE_DIR", cache)
-    capacity.save(capacity.Calibration(fabric="l3", machine=capacity.machine(),
-                                       core_s_per_gbit_hop=GUARD_COST, idle_pct=0.0,
-                                       measured={"set_by": "tests/test_sweep.py"}))
-    monkeypatch.setenv("MPTCP_HARNESS_CACHE", str(cache))
+    set_guard_calibration(monkeypatch, tmp_path_factory.mktemp("guard-cache"), GUARD_COST,
+                          "tests/test_sweep.py")
 # The paper's claim on FatTree (Fig 2): TCP under 50-60 % of optimal, MPTCP-8
 # near 90 %. Measured here on FatTree(4), 10 Mb/s, seed 0: TCP 54-62 %,
 # MPTCP-8 77-89 % (README, results/README.md). A short window varies, so the
