@@ -16,7 +16,7 @@ where the cost comes from what this machine measured:
     rate), the median of what its MPTCP-8 runs cost per Gbit-hop *demanded*:
     the prediction is then the CPU those runs measured. The calibration is
     such a configuration (FatTree(4) one_to_one at 10 Mb/s, the README's), and
-    every sweep's MPTCP-8 runs that were neither saturated nor forced add
+    every sweep's MPTCP-8 runs that carry no flag (valid) add
     theirs (`learn`);
   - for any other, the cost per Gbit-hop *delivered* at the calibration's rate,
     as if every flow got its optimal rate. No run gets there (MPTCP-8 on
@@ -412,9 +412,9 @@ def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> 
 
 
 def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
-    """What the sweep's MPTCP-8 runs cost, where they were neither saturated
-    nor forced past the guard (a saturated run's CPU is capped, not what its
-    configuration needs)."""
+    """What the sweep's valid MPTCP-8 runs cost. A flagged run's CPU is not
+    what its configuration needs: a saturated one's is capped, and one whose
+    flows failed to start or carry forwarded less than a working run would."""
     from dctopo import FatTree
     topo, costs = FatTree(k=cfg.k), []
     for rc in cfg.runs():
@@ -426,7 +426,7 @@ def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
             steady = _mean_busy_after(run_dir / "cpu.csv", rc.warmup_s)
         except (OSError, ValueError, KeyError, CalibrationError):
             continue
-        if {"cpu_saturated", "over_capacity"} & set(record.get("flags", ())):
+        if record.get("flags") != []:
             continue
         cost = run_cost(topo, rc, record, steady, idle_pct)
         if cost:

@@ -185,3 +185,32 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
                                          ((1.0,), False), ((1.0, 1.25), True), ((1.0, 1.4), False)])
 def test_one_odd_repeat_does_not_void_a_calibration(costs, agree):
     assert capacity.median_is_seconded(list(costs)) is agree
+
+
+def test_a_sweep_teaches_the_guard_only_its_valid_mptcp8_runs(tmp_path):
+    """observed_costs reads run.json and cpu.csv as the sweep wrote them:
+    MPTCP-8 runs only, and none that carries a flag."""
+    cfg = SweepConfig(k=4, subflows=(1, 8), results=tmp_path / "valid", warmup_s=5)
+    hosts = sorted(FatTree(k=4).hosts())
+    matrix = make_matrix("one_to_one", hosts, 0)
+
+    def write(results, subflows, flags, mbps=7.5, busy=60.0):
+        rc = next(r for r in cfg.runs() if r.subflows == subflows)
+        run_dir = rc.run_dir(results)
+        run_dir.mkdir(parents=True)
+        flows = [{"src": f.src, "dst": f.dst, "goodput_mbps": mbps} for f in matrix.flows]
+        (run_dir / "run.json").write_text(json.dumps({"flows": flows, "flags": flags}))
+        (run_dir / "cpu.csv").write_text("t_s,busy_pct\n" + "".join(
+            f"{t},{99.0 if t <= 5 else busy}\n" for t in range(1, 30)))
+
+    write(cfg.results, 1, [])
+    write(cfg.results, 8, [])
+    [seen] = capacity.observed_costs(cfg, idle_pct=0.0)
+    demanded = capacity.demand_gbit_hops(FatTree(k=4), matrix, 10)
+    assert (seen.k, seen.workload, seen.bw_mbps) == (4, "one_to_one", 10.0)
+    assert seen.per_demanded == pytest.approx(2 * 0.6 / demanded)      # warm-up left out
+    assert seen.per_delivered == pytest.approx(seen.per_demanded / 0.75)
+    for flags in (["subflows_missing"], ["cpu_saturated"], ["over_capacity"]):
+        flagged = cfg.replace(results=tmp_path / flags[0])
+        write(flagged.results, 8, flags)
+        assert capacity.observed_costs(flagged, idle_pct=0.0) == []
