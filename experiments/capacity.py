@@ -127,6 +127,10 @@ class Observation:
                 "per_demanded": round(self.per_demanded, 4),
                 "per_delivered": round(self.per_delivered, 4)}
 
+    @property
+    def key(self) -> tuple:
+        return Observation.key_of(self.as_dict())
+
     @staticmethod
     def key_of(obs: dict) -> tuple:
         return (obs["k"], obs["workload"], float(obs["bw_mbps"]))
@@ -451,11 +455,10 @@ def learn(fabric: str, observed: list[Observation], say=print) -> None:
     new = dataclasses.replace(cal, observations=observations, core_s_per_gbit_hop=round(
         statistics.median(at_calibration_rate), 4) if at_calibration_rate else cal.core_s_per_gbit_hop)
     save(new)
-    for key in sorted({(o.k, o.workload, float(o.bw_mbps)) for o in observed}):
+    for key in sorted({o.key for o in observed}):
         cost, runs = new.measured_cost(*key)
         say(f"capacity: FatTree({key[0]}) {key[1]} at {key[2]:g} Mb/s measured "
-            + ", ".join(f"{o.per_demanded:.2f}" for o in observed
-                        if (o.k, o.workload, float(o.bw_mbps)) == key)
+            + ", ".join(f"{o.per_demanded:.2f}" for o in observed if o.key == key)
             + f" core-s per Gbit-hop demanded; the guard now predicts it from {cost:.2f}"
               f" (median of {runs})")
 

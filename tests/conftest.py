@@ -74,6 +74,13 @@ def stock_kernel_path(feature: str):
 def no_leftovers():
     """Fails the test if it leaves a namespace, root-namespace interface,
     qdisc or process in another network namespace behind."""
+    with nothing_left_behind():
+        yield
+
+
+@contextlib.contextmanager
+def nothing_left_behind():
+    """no_leftovers around any block, e.g. a module fixture's network."""
     before = Snapshot.take()
     yield
     after = Snapshot.wait_clean(before, timeout=10)

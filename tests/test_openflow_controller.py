@@ -15,8 +15,7 @@ import pytest
 
 from experiments.config import LinkParams, SweepConfig
 from experiments.fattree import Sweep
-from tests.conftest import FULL_EMULATION, needs_root, opened_sweep
-from tests.leftovers import Snapshot
+from tests.conftest import FULL_EMULATION, needs_root, nothing_left_behind, opened_sweep
 
 # `guest`: also run where Open vSwitch forwards in the kernel (stock kernels).
 pytestmark = [needs_root, pytest.mark.guest]
@@ -90,13 +89,10 @@ def openflow_net(tmp_path_factory):
     cfg = SweepConfig(k=4, workloads=("one_to_one",), subflows=(2, 2), time_s=10, warmup_s=1,
                       link=LinkParams(bw_mbps=1, queue_pkts=20), fabric="openflow",
                       results=tmp_path_factory.mktemp("results"))
-    before = Snapshot.take()
     lines: list[str] = []
-    with opened_sweep(cfg, say=lines.append) as sweep:
+    with nothing_left_behind(), opened_sweep(cfg, say=lines.append) as sweep:
         sweep.baseline_mbps = cfg.link.bw_mbps   # nominal: % of optimal is not checked here
         yield sweep, lines
-    after = Snapshot.wait_clean(before, timeout=10)
-    assert after.new_since(before) == {}, f"left behind: {after.new_since(before)}"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["crash", "hang"])
