@@ -15,9 +15,10 @@ machine-wide, so one loader process (kernel/bpf/build/cc_loader) holds them:
 A network namespace whose default is one of them keeps a reference to it, so
 the networks are torn down before the loader is stopped; the kernel then
 frees the programs and maps (deferred, within about a second). A TCP socket
-that outlives its namespace (seen once: one LIA subflow, held for hours after
-every process and namespace of its run was gone) keeps them loaded though
-unregistered; stop() says so rather than wait for it.
+that outlives its namespace (seen: one LIA subflow at a time, held for hours
+after every process and namespace of its run was gone; README, "Clean-up
+guarantees") keeps them loaded though unregistered; stop() says so rather
+than wait for it.
 
 libbpf 1.1 (Debian 12) registers without a BPF link, so a loader killed
 from outside with SIGKILL (by a supervisor tearing down a whole process

@@ -129,5 +129,28 @@ def listening_ports(ns_pid: int, proto: str = "tcp") -> set[int]:
     return ports
 
 
+# Names of the states /proc/net/tcp shows, by their number (include/net/tcp_states.h).
+TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
+              6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN",
+              11: "CLOSING", 12: "NEW_SYN_RECV"}
+_TIME_WAIT = 6
+
+
+def tcp_sockets_open(ns_pid: int) -> list[str]:
+    """The IPv4 TCP sockets a namespace still has, but TIME_WAIT ones (those
+    are minisockets: no congestion control, no buffers), each as
+    "STATE local -> remote" in /proc/PID/net/tcp's hex addresses. MPTCP
+    subflows are TCP sockets and show here."""
+    found = []
+    with open(f"/proc/{ns_pid}/net/tcp") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            state = int(fields[3], 16)
+            if state != _TIME_WAIT:
+                found.append(f"{TCP_STATES.get(state, state)} {fields[1]} -> {fields[2]}")
+    return found
+
+
 def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}

@@ -32,6 +32,56 @@ os.environ["MPTCP_HARNESS_CACHE"] = str(SUITE_CACHE)
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(SUITE_CACHE, ignore_errors=True)
 
+
+# -- which test's network left a coupled algorithm in the kernel -------------
+# A TCP socket that outlives its namespace keeps its BPF congestion control's
+# struct_ops map in the kernel, unregistered, for hours (README, "Clean-up
+# guarantees"). No test fails for it (nothing of ours can free it, and a test
+# that looks right after its own network may miss a socket freed late), but
+# the suite's summary names the test during which each such map was loaded,
+# so that a leak can be traced to the runs that made it.
+_COUPLED_AT_START: dict[int, str] = {}
+_COUPLED_FIRST_SEEN: dict[int, str] = {}
+
+
+def _coupled_maps_now() -> dict[int, str]:
+    """Our algorithms' struct_ops maps in the kernel: id -> name (bpftool, ~10 ms)."""
+    from base.procs import CommandError
+    from kernel.coupled_cc import COUPLED, bpf_maps
+    try:
+        return {m["id"]: m["name"] for m in bpf_maps()
+                if m.get("type") == "struct_ops" and m.get("name") in COUPLED}
+    except (CommandError, OSError, ValueError):
+        return {}
+
+
+def pytest_sessionstart(session):
+    if os.geteuid() == 0:
+        _COUPLED_AT_START.update(_coupled_maps_now())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    yield
+    if os.geteuid() == 0:
+        for map_id in _coupled_maps_now():
+            _COUPLED_FIRST_SEEN.setdefault(map_id, item.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if os.geteuid() != 0:
+        return
+    deadline = time.monotonic() + 3       # the kernel frees them deferred, within about a second
+    while (left := {i: n for i, n in _coupled_maps_now().items() if i not in _COUPLED_AT_START}) \
+            and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if left:
+        terminalreporter.write_line(
+            f"kernel: {len(left)} coupled congestion control map(s) outlived this suite's networks, "
+            "held by TCP sockets that outlived their namespaces: " + "; ".join(
+                f"{name} (map {i}, loaded by the end of {_COUPLED_FIRST_SEEN.get(i, '?')})"
+                for i, name in sorted(left.items())))
+
 from tests.leftovers import Snapshot  # noqa: E402
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="builds network namespaces: needs root")

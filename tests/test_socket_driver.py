@@ -82,3 +82,42 @@ def test_every_subflow_is_up_before_the_first_data(ft4, tmp_path, subflows):
             assert c.last_subflow_at < ft4.driver.released_at
     else:
         assert ft4.pm.connections() == []
+
+
+@needs_root
+def test_the_teardown_resets_sockets_a_run_left_open(ft4):
+    """Last in this module: it resets every socket of ft4's hosts. A sender
+    closed with data unsent stays in the kernel as an orphan that goes on
+    sending (to a receiver that never reads); Network.abort_connections,
+    which runs before the namespaces go, must reset it and its peer and
+    find no socket open after (kernel/transport.tcp_sockets_open)."""
+    import socket
+    from emulator.traffic.flowgen import IPPROTO_MPTCP
+    from kernel.netlink import made_in_netns
+    from kernel.transport import tcp_sockets_open
+
+    [f] = ft4.driver.endpoints([Flow("h0_0_0", "h2_0_0")])
+    client_pid, server_pid = ft4.fabric.pid(f.src), ft4.fabric.pid(f.dst)
+
+    def mptcp_socket():
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+
+    with made_in_netns(server_pid, mptcp_socket) as listener:
+        listener.bind((f.dst_ip, f.server_port))
+        listener.listen()
+        client = made_in_netns(client_pid, mptcp_socket)
+        client.settimeout(5)
+        client.connect((f.dst_ip, f.server_port))
+        receiver, _ = listener.accept()
+        with receiver:
+            client.settimeout(0.5)
+            try:
+                while True:          # until the receiver's window and our buffer are full
+                    client.send(bytes(1 << 16))
+            except (TimeoutError, BlockingIOError):
+                pass
+            client.close()           # an orphan, FIN_WAIT1 with data still to send
+            assert tcp_sockets_open(client_pid), "the closed sender left no orphan to reset"
+            assert tcp_sockets_open(server_pid)
+            assert ft4.net.abort_connections() == {}
+            assert tcp_sockets_open(client_pid) == tcp_sockets_open(server_pid) == []
