@@ -89,8 +89,12 @@ def test_the_teardown_resets_sockets_a_run_left_open(ft4):
     """Last in this module: it resets every socket of ft4's hosts. A sender
     closed with data unsent stays in the kernel as an orphan that goes on
     sending (to a receiver that never reads); Network.abort_connections,
-    which runs before the namespaces go, must reset it and its peer and
-    find no socket open after (kernel/transport.tcp_sockets_open)."""
+    which runs after the run's processes are stopped and before the
+    namespaces go, must reset it and its peer and find no socket open after
+    (kernel/transport.tcp_sockets_open). The listener is closed first, as its
+    process would be: the kernel refuses to reset an MPTCP listener's
+    subflow (net/mptcp/subflow.c, tcp_abort_override: EINVAL), so `ss -K`
+    leaves it, and only its process closing it removes it."""
     import socket
     from emulator.traffic.flowgen import IPPROTO_MPTCP
     from kernel.netlink import made_in_netns
@@ -117,6 +121,7 @@ def test_the_teardown_resets_sockets_a_run_left_open(ft4):
             except (TimeoutError, BlockingIOError):
                 pass
             client.close()           # an orphan, FIN_WAIT1 with data still to send
+            listener.close()
             assert tcp_sockets_open(client_pid), "the closed sender left no orphan to reset"
             assert tcp_sockets_open(server_pid)
             assert ft4.net.abort_connections() == {}
