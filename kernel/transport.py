@@ -109,31 +109,31 @@ def read_dev_bytes(ns_pid: int) -> dict[str, tuple[int, int]]:
     return counts
 
 
-# Socket states in /proc/net/{tcp,udp} (include/net/tcp_states.h): a TCP
-# listener is TCP_LISTEN; a bound, unconnected UDP socket stays TCP_CLOSE.
-_WAITING_STATE = {"tcp": "0A", "udp": "07"}
+# Socket states in /proc/net/{tcp,udp} by number (include/net/tcp_states.h).
+TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
+              6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN",
+              11: "CLOSING", 12: "NEW_SYN_RECV"}
+_TIME_WAIT, _CLOSE, _LISTEN = 6, 7, 10
+# A TCP listener is TCP_LISTEN; a bound, unconnected UDP socket stays TCP_CLOSE.
+_WAITING_STATE = {"tcp": _LISTEN, "udp": _CLOSE}
+
+
+def _socket_table(ns_pid: int, proto: str):
+    """(state, local, remote) of each IPv4 socket in a namespace's own table,
+    /proc/PID/net/{proto}; addresses as the file gives them (hex ip:port)."""
+    with open(f"/proc/{ns_pid}/net/{proto}") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            yield int(fields[3], 16), fields[1], fields[2]
 
 
 def listening_ports(ns_pid: int, proto: str = "tcp") -> set[int]:
     """Local ports with a socket waiting for peers in a namespace: TCP
     listeners (MPTCP listeners included: their first subflow is a TCP
-    listener) or bound, unconnected UDP sockets. From /proc/PID/net/{proto}
-    (IPv4), the namespace's own socket table."""
-    ports = set()
-    with open(f"/proc/{ns_pid}/net/{proto}") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            if fields[3] == _WAITING_STATE[proto]:
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
-
-
-# Names of the states /proc/net/tcp shows, by their number (include/net/tcp_states.h).
-TCP_STATES = {1: "ESTABLISHED", 2: "SYN_SENT", 3: "SYN_RECV", 4: "FIN_WAIT1", 5: "FIN_WAIT2",
-              6: "TIME_WAIT", 7: "CLOSE", 8: "CLOSE_WAIT", 9: "LAST_ACK", 10: "LISTEN",
-              11: "CLOSING", 12: "NEW_SYN_RECV"}
-_TIME_WAIT = 6
+    listener) or bound, unconnected UDP sockets."""
+    return {int(local.rsplit(":", 1)[1], 16) for state, local, _ in _socket_table(ns_pid, proto)
+            if state == _WAITING_STATE[proto]}
 
 
 def tcp_sockets_open(ns_pid: int) -> list[str]:
@@ -141,15 +141,8 @@ def tcp_sockets_open(ns_pid: int) -> list[str]:
     are minisockets: no congestion control, no buffers), each as
     "STATE local -> remote" in /proc/PID/net/tcp's hex addresses. MPTCP
     subflows are TCP sockets and show here."""
-    found = []
-    with open(f"/proc/{ns_pid}/net/tcp") as f:
-        next(f)
-        for line in f:
-            fields = line.split()
-            state = int(fields[3], 16)
-            if state != _TIME_WAIT:
-                found.append(f"{TCP_STATES.get(state, state)} {fields[1]} -> {fields[2]}")
-    return found
+    return [f"{TCP_STATES.get(state, state)} {local} -> {remote}"
+            for state, local, remote in _socket_table(ns_pid, "tcp") if state != _TIME_WAIT]
 
 
 def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

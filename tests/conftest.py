@@ -47,10 +47,9 @@ _COUPLED_FIRST_SEEN: dict[int, str] = {}
 def _coupled_maps_now() -> dict[int, str]:
     """Our algorithms' struct_ops maps in the kernel: id -> name (bpftool, ~10 ms)."""
     from base.procs import CommandError
-    from kernel.coupled_cc import COUPLED, bpf_maps
+    from kernel.coupled_cc import COUPLED, loaded_maps
     try:
-        return {m["id"]: m["name"] for m in bpf_maps()
-                if m.get("type") == "struct_ops" and m.get("name") in COUPLED}
+        return {i: name for i, name in loaded_maps().items() if name in COUPLED}
     except (CommandError, OSError, ValueError):
         return {}
 
