@@ -95,7 +95,18 @@ def openflow_net(tmp_path_factory):
         yield sweep, lines
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["crash", "hang"])
+# In a guest only the crash case runs. What a stock kernel changes here is the
+# datapath (Open vSwitch forwarding in the kernel, flows installed by a fresh
+# controller), and both cases exercise it alike; they differ in how the
+# failure is noticed (ovs-vswitchd's inactivity probe, the harness's
+# watchdog), which is userspace and runs on the host. Under full emulation
+# the hang case took 78.90-102.90 s of each guest stage (clean-clone CI,
+# 2026-11-26), a stage that keeps CI over its 45 minutes.
+HANG_CASE = pytest.param(signal.SIGSTOP, id="hang", marks=pytest.mark.skipif(
+    FULL_EMULATION, reason="the hang differs from the crash only in userspace: run on the host"))
+
+
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGKILL, id="crash"), HANG_CASE])
 def test_a_failed_controller_invalidates_its_run_and_is_replaced(sig, openflow_net):
     sweep, lines = openflow_net
     cfg = sweep.cfg
