@@ -37,6 +37,12 @@ MEMORY_MB = 4096
 CPUS = 2
 EXIT_TIMEOUT = 124    # as timeout(1)
 EXIT_GUEST_FAILED = 125
+# run_command's answer when the guest stopped before the command started
+# (guest_init.sh had not reached it): nothing of the command ran, so the
+# caller may boot again. Seen once under TCG, 2026-11-26: a Debian 13
+# guest's kernel panicked 3 s into its boot ("Fatal exception in interrupt",
+# in sched_tick), and the next boot of the same guest ran.
+NOT_STARTED = -1
 
 
 def opt(path: str) -> str:
@@ -138,8 +144,12 @@ class KvmProbe:
                     verdict = f"no the stock kernel did not reach userspace in {self.TIMEOUT} s"
             if procs.stopping.is_set():
                 return
-            with open(self.verdict_path, "w") as f:
+            # Written aside and renamed: two guests built side by side (.ci/run)
+            # may probe at once, and a reader must never see half a verdict.
+            partial = os.path.join(work, "verdict")
+            with open(partial, "w") as f:
                 f.write(verdict + "\n")
+            os.replace(partial, self.verdict_path)
         finally:
             if proc:
                 procs.stop(proc, grace=2.0)
@@ -246,10 +256,12 @@ def run_command(guest_dir: str, manifest: dict, argv: list[str], timeout: float,
             return EXIT_TIMEOUT
         if status is None:
             qemu_log.flush()
-            procs.say("the guest stopped without running the command to its end; "
-                      "last lines of its console and of qemu:\n"
+            started = os.path.exists(os.path.join(control, "started"))
+            procs.say("the guest stopped " + ("without running the command to its end"
+                                              if started else "before the command started")
+                      + "; last lines of its console and of qemu:\n"
                       + "\n".join(filter(None, (tail(console), tail(qemu_log_path)))))
-            return EXIT_GUEST_FAILED
+            return EXIT_GUEST_FAILED if started else NOT_STARTED
         return status
     finally:
         for sock in socks:

@@ -5,6 +5,7 @@ Exit status: the command's; 2 for bad input; 1 when the guest could not be
 built; 124 on --timeout; 125 when the guest stopped before the command ended;
 128+N when stopped by signal N.
 """
+import fcntl
 import json
 import math
 import os
@@ -95,6 +96,19 @@ def parse(args: list[str]) -> Options | None:
 
 
 def ensure_host_tools() -> None:
+    # One run at a time looks and installs (.ci/run builds both guests side by
+    # side): apt-get update waits for no lock of its own, and the second run
+    # then finds everything installed (its wait is bounded by the timeouts below).
+    os.makedirs(CACHE_ROOT, exist_ok=True)
+    lock = open(os.path.join(CACHE_ROOT, ".lock-host-tools"), "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        _install_missing_host_tools()
+    finally:
+        lock.close()
+
+
+def _install_missing_host_tools() -> None:
     needed = sorted({pkg for tool, pkg in HOST_TOOLS.items() if not shutil.which(tool)})
     # The initramfs needs the static busybox (it has no libc); the dynamic
     # busybox package would also provide /bin/busybox.
@@ -123,6 +137,21 @@ def choose_accelerator(probe: boot.KvmProbe, guest_dir: str, manifest: dict) -> 
     return boot.TCG
 
 
+def run_booting_again_once(guest_dir: str, manifest: dict, opts, accel: list[str]) -> int:
+    """The command's exit status; a guest that stopped before the command
+    started is booted once more, within what is left of --timeout."""
+    deadline = procs.Deadline(opts.timeout)
+
+    def boot_and_run() -> int:
+        return boot.run_command(guest_dir, manifest, opts.command, deadline.left(),
+                                opts.keep_output, accel, os.path.realpath(REPO))
+    status = boot_and_run()
+    if status == boot.NOT_STARTED and deadline.left() > 0:
+        procs.say("nothing of the command ran: booting the guest once more")
+        status = boot_and_run()
+    return boot.EXIT_GUEST_FAILED if status == boot.NOT_STARTED else status
+
+
 def main(args: list[str]) -> int:
     procs.install_signal_handlers()
     probe = None
@@ -140,8 +169,7 @@ def main(args: list[str]) -> int:
         if opts.build_only:
             procs.say(f"{target.name} is ready in {guest_dir}")
             return 0
-        return boot.run_command(guest_dir, manifest, opts.command, opts.timeout,
-                                opts.keep_output, accel, os.path.realpath(REPO))
+        return run_booting_again_once(guest_dir, manifest, opts, accel)
     except UsageError as e:
         print(f"guest/run.sh: {e}", file=sys.stderr)
         return 2
