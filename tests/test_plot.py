@@ -1,6 +1,8 @@
 """plot.py against synthetic results directories (no root, no network)."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -126,8 +128,20 @@ def outputs(results: Path, groups=(("ft4", "one_to_one"),), workloads=("one_to_o
 
 
 def run_cli(results: Path, *args: str) -> subprocess.CompletedProcess:
+    """plot.py as its own process: the command line end to end."""
     return subprocess.run([sys.executable, str(ROOT / "plot.py"), str(results), *args],
                           capture_output=True, text=True, timeout=300)
+
+
+def run_main(results: Path, *args: str) -> subprocess.CompletedProcess:
+    """plot.main in this process, its exit status and output as run_cli gives
+    them. Why: a process of its own starts Python and matplotlib again, about
+    2 s each time, and the command line is run_cli's test below."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = plot.main([str(results), *args])
+    return subprocess.CompletedProcess(["plot.py", str(results), *args], status,
+                                       out.getvalue(), err.getvalue())
 
 
 def draw_all(results: Path, queue_runs=None) -> tuple[plot.Drawing, dict[str, plot.Drawn]]:
@@ -181,7 +195,7 @@ def test_run_statistics(tmp_path):
 def test_missing_middle_subflow_counts_leave_gaps(tmp_path):
     for n in (1, 2, 5, 8):
         write_run(tmp_path, n, [10.0 * n, 10.0 * n])
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert_png(tmp_path / "plots" / "ft4-one_to_one-throughput.png")
     assert draw(tmp_path) == {1: (10, True), 2: (20, True), 5: (50, True), 8: (80, True)}
@@ -204,7 +218,7 @@ def test_unusable_run_json_is_skipped_with_a_note(tmp_path, content):
     bad = write_run(tmp_path, 2, [80])
     bad.write_text(content)
     write_run(tmp_path, 3, [90], valid=False, flags=["drops"])
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and str(bad) in proc.stderr
     assert draw(tmp_path) == {1: (60, True), 3: (90, False)}
@@ -232,7 +246,7 @@ def test_several_workloads_and_topologies_give_several_figures(tmp_path):
         write_run(tmp_path, 1, [50], workload=workload)
         write_run(tmp_path, 4, [80], workload=workload)
     write_run(tmp_path, 8, [93] * 16, k=8)
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     groups = [("ft4", "all_to_all"), ("ft4", "one_to_one"), ("ft8", "one_to_one")]
     assert proc.stdout.splitlines() == outputs(tmp_path, groups, ["all_to_all", "one_to_one"])
@@ -247,7 +261,7 @@ def test_dot_directories_are_ignored(tmp_path):
     hidden.write_text("{broken")
     old = write_run(tmp_path / ".old", 1, [99])
     assert old.exists()
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0 and proc.stderr == ""
     assert sorted(p.name for p in (tmp_path / "plots").iterdir()) == sorted(
         Path(p).name for p in outputs(tmp_path)[:-1])
@@ -258,7 +272,7 @@ def test_dot_directories_are_ignored(tmp_path):
 def test_no_runs_is_a_note_and_exit_0(tmp_path, make):
     results = tmp_path / "results"
     make(results)
-    proc = run_cli(results)
+    proc = run_main(results)
     assert proc.returncode == 0
     assert proc.stdout == "" and "no runs" in proc.stderr
     assert not (results / "plots").exists()
@@ -267,7 +281,7 @@ def test_no_runs_is_a_note_and_exit_0(tmp_path, make):
 def test_only_mptcp_runs(tmp_path):
     write_run(tmp_path, 3, [70, 75])
     write_run(tmp_path, 6, [85, 95], valid=False)
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert draw(tmp_path) == {3: (72.5, True), 6: (90, False)}
 
@@ -348,7 +362,7 @@ def test_several_fattree_sizes_in_the_cpu_figure(tmp_path):
 def test_deleted_run_folder_is_a_noted_gap(tmp_path):
     sweep(tmp_path)
     shutil.rmtree(tmp_path / "ft4" / "one_to_one" / "flows3")
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == outputs(tmp_path)
     _, drawn = draw_all(tmp_path)
@@ -427,12 +441,12 @@ def test_corrupt_cpu_csv_falls_back_to_run_json_or_is_skipped(tmp_path, capsys):
 
 def test_runs_without_any_samples_still_give_throughput_and_report(tmp_path):
     sweep(tmp_path, counts=(1, 2))
-    proc = run_cli(tmp_path)   # older figures of the same names, now stale
+    proc = run_main(tmp_path)   # older figures of the same names, now stale
     assert proc.returncode == 0 and (tmp_path / "plots" / "ft4-one_to_one-rtt.png").exists()
     for n in (1, 2):
         for f in (tmp_path / "ft4" / "one_to_one" / f"flows{n}").glob("*.csv"):
             f.unlink()
-    proc = run_cli(tmp_path)
+    proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     plots = tmp_path / "plots"
     assert proc.stdout.splitlines() == [str(plots / "ft4-one_to_one-throughput.png"),
@@ -473,7 +487,7 @@ def test_report_table_beside_the_reference(tmp_path):
 def test_report_lists_an_unusable_run_json(tmp_path):
     sweep(tmp_path, counts=(1, 2))
     (tmp_path / "ft4" / "one_to_one" / "flows2" / "run.json").write_text("{oops")
-    assert run_cli(tmp_path).returncode == 0
+    assert run_main(tmp_path).returncode == 0
     report = (tmp_path / "report.md").read_text()
     assert "| 2 | unusable run.json: unreadable:" in report
     assert "skipping" in report.split("## Notes")[1]
