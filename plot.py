@@ -32,6 +32,9 @@ over TCP's on the 4:1 oversubscribed FatTree against load and locality;
 paper Fig 7, 8); from RESULTS_DIR/topologies/<topology>/permutation/flows<N>/run.json
 (E9) topologies-subflows.png and topologies-rank.png (goodput per flow on
 FatTree, VL2 and BCube against subflows, and ranked; paper Fig 4, 5); from
+RESULTS_DIR/manytoone/bcube<n>-<k>/<scheme>/reads/run.json manytoone-bcube<n>-<k>.png
+(each host's read rate from its neighbours per scheme, and the traffic the
+hosts relayed; paper §4.3.1's BCube table); from
 RESULTS_DIR/filesize/<link>/<scheme>/<size>pkts/run.json filesize-<link>.png
 (set-up and transfer time of one file, TCP against MPTCP over two paths,
 against size; paper Fig 17); from RESULTS_DIR/shortflows<k>/<scheme>/run.json
@@ -84,6 +87,7 @@ from figures import model as model_fig  # noqa: E402
 from figures import linkfailure as linkfailure_fig  # noqa: E402
 from figures import oversub as oversub_fig  # noqa: E402
 from figures import topologies as topologies_fig  # noqa: E402
+from figures import manytoone as manytoone_fig  # noqa: E402
 from figures import filesize as filesize_fig  # noqa: E402
 from figures import shortflows as shortflows_fig  # noqa: E402
 from figures import transfers as transfers_fig  # noqa: E402
@@ -207,8 +211,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         _written(png)
         cc[name] = drawn
     others = {}       # E8, E9 and the file sizes, by figure name
-    for fig_module in (oversub_fig, topologies_fig, filesize_fig, shortflows_fig, transfers_fig,
-                       linkfailure_fig):
+    for fig_module in (oversub_fig, topologies_fig, manytoone_fig, filesize_fig, shortflows_fig,
+                       transfers_fig, linkfailure_fig):
         for name, (png, drawn) in fig_module.draw_all(results, plots).items():
             _written(png)
             others[name] = drawn
@@ -220,7 +224,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
              f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, {results}/topologies/, "
              f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/, "
-             f"{results}/shortflows<k>/, {results}/transfers/, {results}/linkfailure<k>-<fabric>/ "
+             f"{results}/shortflows<k>/, {results}/transfers/, {results}/linkfailure<k>-<fabric>/, "
+             f"{results}/manytoone/ "
              f"or {results}/model/; "
              "nothing to draw")
         return None
@@ -237,7 +242,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
     extra = [line for fig in (wifi3g_fig, dhft_fig, linkfailure_fig, oversub_fig, topologies_fig,
-                              filesize_fig, shortflows_fig, transfers_fig, cc_fig, model_fig)
+                              manytoone_fig, filesize_fig, shortflows_fig, transfers_fig, cc_fig, model_fig)
              for line in fig.report_lines(results)]
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
     return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, others)

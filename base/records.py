@@ -13,6 +13,7 @@ drawn without the harness's dependencies.
     <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
     <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
     <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
+    <results>/manytoone/bcube<n>-<k>/<scheme>/reads/          BCube many-to-one
     <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
@@ -67,6 +68,11 @@ def transfers_run(results: Path, sweep: str, label: str, subflows: int) -> Path:
     return results / "transfers" / sweep / label / f"flows{subflows}"
 
 
+def manytoone_run(results: Path, n: int, k: int, scheme: str) -> Path:
+    # "reads" keeps the record four folders deep, apart from FATTREE_RECORDS.
+    return results / "manytoone" / f"bcube{n}-{k}" / scheme / "reads"
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -81,6 +87,7 @@ TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
 FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
 SHORTFLOWS_RECORDS = f"shortflows*/*/{RECORD}"
 TRANSFERS_RECORDS = f"transfers/*/*/*/{RECORD}"
+MANYTOONE_RECORDS = f"manytoone/*/*/reads/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

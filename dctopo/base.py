@@ -43,10 +43,17 @@ class Route:
 
 @dataclass(frozen=True)
 class SourceRule:
-    """Packets from `prefix` are routed by `table` (rule priority `priority`)."""
+    """Packets from `prefix` are routed by `table` (rule priority `priority`);
+    with `iif` "lo", only those the node sends itself."""
     prefix: str
     table: int
     priority: int
+    iif: str | None = None
+
+    def line(self) -> str:
+        """The rule as an `ip -batch` line."""
+        iif = f" iif {self.iif}" if self.iif else ""
+        return f"rule add from {self.prefix}{iif} table {self.table} priority {self.priority}"
 
 
 class DCTopo(Topo):
@@ -69,6 +76,10 @@ class DCTopo(Topo):
     def switch_routes(self, switch: str) -> list[Route] | None:
         """None: the shortest-path routes of `next_hops`."""
         return None
+
+    def switch_rules(self, switch: str) -> list[SourceRule]:
+        """Rules by source address on a switch that routes itself (BCube's detours)."""
+        return []
 
     def interfaces(self, node: str) -> list[Interface]:
         """Every interface of `node`, by port number."""

@@ -85,6 +85,11 @@ class RackExperiment(Experiment):
     def config_record(self, net: RackNetwork, p, subflows: int) -> dict:
         raise NotImplementedError
 
+    def matrix(self, net: RackNetwork, p) -> TrafficMatrix:
+        """The point's traffic matrix: workloads.make_rack_matrix of its
+        workload and x over the network's racks."""
+        return make_rack_matrix(p.workload, net.fabric.hosts(), net.topo.racks(), p.x, self.cfg.seed)
+
     def during_run(self, net: RackNetwork, p):
         """Something done to the network during the run (the link-failure
         experiment's degraded link), or None: start() when the traffic
@@ -98,8 +103,7 @@ class RackExperiment(Experiment):
 
     def run_point(self, net: RackNetwork, p, folder: Path) -> dict:
         cfg = self.cfg
-        racks = net.topo.racks()
-        matrix = make_rack_matrix(p.workload, net.fabric.hosts(), racks, p.x, cfg.seed)
+        matrix = self.matrix(net, p)
         flows = net.endpoints(matrix, cfg.seed)
         subflows = self.subflows_of(p)
         net.arm(flows, subflows)

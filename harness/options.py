@@ -15,6 +15,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 LinkFailureConfig, OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
+                                MANYTOONE_SCHEMES, ManyToOneConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from experiments.config.shortflows import FILE_BYTES
@@ -305,22 +306,54 @@ def shortflows_parser() -> argparse.ArgumentParser:
 
 def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argparse.Namespace]:
     args = shortflows_parser().parse_args(argv)
-    note = ""
-    if args.schemes is None:
-        schemes = SHORTFLOWS_SCHEMES
-        if not coupled_cc_supported():
-            schemes = tuple(s for s in schemes if CC_SCHEMES[s][0] not in COUPLED_CONGESTION_CONTROLS)
-            note = f"default schemes {','.join(schemes)}: " + default_cc()[1].split(": ", 1)[1]
-    else:
-        schemes = name_list(args.schemes)
+    schemes, note = kernel_schemes(args.schemes, SHORTFLOWS_SCHEMES)
     cfg, args = shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
                               subflows=args.subflows, long_share=args.long_share,
                               file_bytes=args.file_bytes, interval_s=args.interval,
                               file_cdf=EmpiricalSizes.from_option(args.file_cdf))
-    if cfg.coupled_schemes() and not coupled_cc_supported():
-        raise ConfigError(f"--schemes {','.join(cfg.coupled_schemes())}: "
-                          + default_cc()[1].split(": ", 1)[1])
     args.notes = [note]     # the long flows' cc is each scheme's, not the default
+    return cfg, args
+
+
+def kernel_schemes(given: str | None, choices: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """(schemes, note): the schemes asked for, refused in one line if this
+    kernel cannot run a coupled one of them; or by default every scheme it
+    can run, the note saying which were left out and why."""
+    coupled = lambda s: CC_SCHEMES.get(s, ("",))[0] in COUPLED_CONGESTION_CONTROLS  # noqa: E731
+    if given is None:
+        if coupled_cc_supported():
+            return choices, ""
+        schemes = tuple(s for s in choices if not coupled(s))
+        return schemes, f"default schemes {','.join(schemes)}: " + default_cc()[1].split(": ", 1)[1]
+    schemes = name_list(given)
+    asked = [s for s in schemes if coupled(s)]
+    if asked and not coupled_cc_supported():
+        raise ConfigError(f"--schemes {','.join(asked)}: " + default_cc()[1].split(": ", 1)[1])
+    return schemes, ""
+
+
+def manytoone_parser() -> argparse.ArgumentParser:
+    d = ManyToOneConfig()
+    p = subcommand_parser("manytoone", "BCube many-to-one (paper §4.3.1): every host reads from its "
+                                       "neighbours, TCP against EWTCP and LIA.")
+    p.add_argument("--schemes", default=None,
+                   help=f"comma list of {', '.join(MANYTOONE_SCHEMES)} "
+                        "(default all that this kernel can run)")
+    p.add_argument("--n", type=int, default=d.n, help="BCube(n, k): switch ports (%(default)s)")
+    p.add_argument("--k", type=int, default=d.k,
+                   help="BCube(n, k): levels above the first (%(default)s)")
+    p.add_argument("--subflows", type=int, default=None,
+                   help="subflows of a multipath scheme (default one per level, k+1)")
+    add_long_flow_options(p, d, cc=False)
+    return p
+
+
+def manytoone_config_from_args(argv: list[str]) -> tuple[ManyToOneConfig, argparse.Namespace]:
+    args = manytoone_parser().parse_args(argv)
+    schemes, note = kernel_schemes(args.schemes, MANYTOONE_SCHEMES)
+    cfg, args = shared_config(ManyToOneConfig, args, schemes=schemes, n=args.n, k=args.k,
+                              subflows_given=args.subflows)
+    args.notes = [note]     # each scheme names its own cc
     return cfg, args
 
 

@@ -44,3 +44,28 @@ def test_each_source_level_takes_its_own_relay(no_leftovers):
             assert forwarded(fabric, other) - before_other == 5, (level, other)
     finally:
         fabric.stop()
+
+
+@needs_root
+def test_a_neighbour_is_reached_directly_or_by_a_detour(no_leftovers):
+    """h0_0 to h0_3 differ in digit 0 only: from h0_0's level-0 address one
+    hop, no host relays; from its level-1 address the path detours through
+    h1_0 (digit 1 one higher), corrects digit 0 at h1_3, and returns on
+    level 1. The replies, from h0_3's level-1 address, take the mirror
+    detour through h1_3 and h1_0."""
+    topo = BCube(n=4, k=1)
+    fabric = L3Fabric(topo, LinkParams(bw_mbps=100, queue_pkts=100))
+    try:
+        fabric.start()
+        src, dst = topo.names.index("h0_0"), topo.names.index("h0_3")
+        relays = ("h1_0", "h1_3")
+        for level, relayed in ((0, 0), (1, 10)):
+            before = {h: forwarded(fabric, h) for h in relays}
+            out = run(["ping", "-n", "-c", "5", "-i", "0.05", "-W", "2", "-I",
+                       topo.address(src, level), topo.address(dst, level)],
+                      timeout=30, ns_pid=fabric.pid("h0_0"), check=False).stdout
+            assert int(re.search(r"(\d+) received", out)[1]) == 5, (level, out)
+            assert {h: forwarded(fabric, h) - before[h] for h in relays} == \
+                {h: relayed for h in relays}, level
+    finally:
+        fabric.stop()

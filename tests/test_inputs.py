@@ -39,6 +39,7 @@ SUBCOMMANDS = {
     "filesize": (["filesize"], cli.filesize_parser()),
     "shortflows": (["shortflows"], cli.shortflows_parser()),
     "transfers": (["transfers"], cli.transfers_parser()),
+    "manytoone": (["manytoone"], cli.manytoone_parser()),
 }
 
 
@@ -115,6 +116,8 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["shortflows", "--long-share", "1"], "fraction of the hosts"),
     (["shortflows", "--interval", "0.05"], "client port each"),
     (["transfers", "--receivers", "9"], "1..8"),
+    (["manytoone", "--n", "4", "--k", "2"], "576 flows"),
+    (["manytoone", "--schemes", "uncoupled"], "unknown scheme"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):
     done = subprocess.run([SCRIPT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)

@@ -162,17 +162,32 @@ def test_bcube_paths_correct_one_digit_per_level_from_each_interface():
     assert t.path_levels(src, dst, 2) == [2, 1, 0]
     # Following the relays reaches dst in one hop per differing digit, and
     # the three paths share no relay host: BCube's parallel paths.
-    relays = []
-    for start in range(3):
-        here, seen = src, []
-        while (level := t.relay_next_level(here, dst, start)) is not None:
-            d = t.digits(here)
-            d[level] = t.digits(dst)[level]
-            here = t.index(d)
-            seen.append(here)
-        assert here == dst and len(seen) == 3
-        relays.append(set(seen[:-1]))
+    walks = [t.walk(src, dst, start) for start in range(3)]
+    assert all(w[-1] == dst and len(w) == 3 for w in walks)
+    relays = [set(w[:-1]) for w in walks]
     assert not (relays[0] & relays[1] or relays[1] & relays[2] or relays[0] & relays[2])
+
+
+def test_bcube_paths_to_a_neighbour_detour_on_the_other_levels():
+    """A neighbour differing only in digit 0: one hop from the level-0
+    interface; from level 1 and 2 a detour to the neighbour one digit
+    higher there, digit 0, and back: three hops, no relay shared."""
+    from dctopo import BCube
+    t = BCube(n=4, k=2)
+    src, dst = t.index([1, 2, 3]), t.index([2, 2, 3])
+    assert t.path_levels(src, dst, 0) == [0]
+    assert t.path_levels(src, dst, 1) == [1, 0, 1]
+    assert t.path_levels(src, dst, 2) == [2, 0, 2]
+    walks = [t.walk(src, dst, start) for start in range(3)]
+    assert walks[0] == [dst]
+    assert walks[1] == [t.index([1, 3, 3]), t.index([2, 3, 3]), dst]
+    assert walks[2] == [t.index([1, 2, 0]), t.index([2, 2, 0]), dst]
+    assert not set(walks[1][:-1]) & set(walks[2][:-1])
+    # Every relay's own next level is the one path_levels gives.
+    for start in range(3):
+        levels = t.path_levels(src, dst, start)
+        for here, level in zip(t.walk(src, dst, start), levels[1:]):
+            assert t.relay_next_level(here, dst, start) == level
 
 
 def test_bcube_neighbours_are_the_papers_twelve():

@@ -196,8 +196,7 @@ class Fabric:
         if self.topo.hosts_forward:
             # The topology routes its hosts itself (BCube: they relay).
             sysctls["net.ipv4.ip_forward"] = "1"
-            ip_lines += [f"rule add from {r.prefix} table {r.table} priority {r.priority}"
-                         for r in self.topo.source_rules(host)]
+            ip_lines += [r.line() for r in self.topo.source_rules(host)]
             ip_lines += [route_line(host, r) for r in self.topo.host_routes(host)]
         return [*_sysctl(sysctls), *_batch("ip", ip_lines),
                 *self.link_script(host), *shell]

@@ -88,7 +88,8 @@ class L3Fabric(Fabric):
     def route_lines(self, switch: str) -> list[str]:
         own = self.topo.switch_routes(switch)
         if own is not None:                 # a topology that routes itself (BCube)
-            return [route_line(switch, r) for r in own]
+            return ([r.line() for r in self.topo.switch_rules(switch)]
+                    + [route_line(switch, r) for r in own])
         lines = []
         for dest_ip, hops in sorted(self.next_hops()[switch].items()):
             lines.append(f"route replace {dest_ip}/32 " + " ".join(

@@ -1,0 +1,77 @@
+"""The many-to-one experiment's config (paper §4.3.1, its BCube table):
+every host of a BCube reads from its neighbours, one scheme at a time."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base import records
+from base.errors import ConfigError
+from base.links import LinkParams
+from experiments.config.algorithms import CC_SCHEMES
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
+
+# The paper's table: single-path TCP, EWTCP and MPTCP (LIA).
+MANYTOONE_SCHEMES = ("tcp", "ewtcp", "lia")
+# BCube sizes two cores can carry: (n, k) gives n^(k+1) hosts reading from
+# (n-1)(k+1) neighbours each: BCube(4,1) 16 hosts x 6 flows, BCube(4,2) 64 x 9.
+MAX_FLOWS = 200
+
+
+@dataclass(frozen=True)
+class ManyToOnePoint:
+    scheme: str
+
+    @property
+    def cc(self) -> str:
+        return CC_SCHEMES[self.scheme][0]
+
+    def run_dir(self, results: Path, n: int, k: int) -> Path:
+        return records.manytoone_run(results, n, k, self.scheme)
+
+
+@dataclass(frozen=True)
+class ManyToOneConfig(LongFlowSettings):
+    """Everything `run_mptcp.sh manytoone` was asked to do."""
+    schemes: tuple[str, ...] = MANYTOONE_SCHEMES
+    n: int = 4                  # BCube(n, k): switch ports
+    k: int = 1                  # levels - 1 (the paper's BCube(4,3) has 256 hosts)
+    # Subflows of a multipath scheme; None: one per level, as many as a
+    # host has interfaces (one short path and k long ones to a neighbour).
+    subflows_given: int | None = None
+    time_s: float = 40.0
+    # 5 Mb/s, as E9's BCube: the long paths relay through two hosts.
+    link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
+
+    @property
+    def levels(self) -> int:
+        return self.k + 1
+
+    @property
+    def subflows(self) -> int:
+        return self.levels if self.subflows_given is None else self.subflows_given
+
+    @property
+    def n_flows(self) -> int:
+        return self.n ** self.levels * (self.n - 1) * self.levels
+
+    def validate(self) -> None:
+        check_choices("--schemes", "scheme", self.schemes, MANYTOONE_SCHEMES)
+        if not 2 <= self.n <= 8:
+            raise ConfigError(f"--n {self.n}: BCube switch ports must be within 2..8")
+        if not 1 <= self.k <= 3:
+            raise ConfigError(f"--k {self.k}: BCube levels above the first must be within 1..3")
+        if self.n_flows > MAX_FLOWS:
+            raise ConfigError(f"BCube({self.n},{self.k}): {self.n ** self.levels} hosts reading from "
+                              f"{(self.n - 1) * self.levels} neighbours each is {self.n_flows} "
+                              f"flows; at most {MAX_FLOWS} on two cores")
+        if not 2 <= self.subflows <= MAX_SUBFLOWS:
+            raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need "
+                              f"2..{MAX_SUBFLOWS}")
+        if self.fabric != "l3":
+            raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
+                              "fabric gives them")
+        self.check_settings()
+
+    def points(self) -> list[ManyToOnePoint]:
+        return [ManyToOnePoint(s) for s in self.schemes]

@@ -1,0 +1,128 @@
+"""BCube many-to-one (paper §4.3.1, the table after Fig. 11): each host's
+total read rate per scheme, as a share of what its interfaces can carry,
+beside the paper's; and how much the hosts relayed per datagram they sent.
+
+Reads results/manytoone/bcube<n>-<k>/<scheme>/reads/run.json; one figure per
+network, manytoone-bcube<n>-<k>.png. An invalid run's bar is hatched and its
+flags are named under the figure.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from base import records
+from figures.runs import Drawn, draw_each, note, save_figure, section_head
+
+STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
+# The paper's table (htsim, BCube(4,3), 100 Mb/s links; each host reads from
+# its 12 neighbours, so three of its four NICs can be filled: 300 Mb/s):
+# per-host read Mb/s, as % of those 300.
+PAPER_READ_PCT = {"tcp": 297 / 3, "ewtcp": 229 / 3, "lia": 272 / 3}
+
+
+class Run:
+    """One scheme's run.json."""
+
+    def __init__(self, record: dict):
+        self.record = record
+        self.scheme = record["config"]["scheme"]
+        self.pct = float(record["read_pct_of_max"])
+        reads = sorted(float(v) for v in record["reads_mbps"].values())
+        self.min_pct = 100.0 * reads[0] / float(record["read_max_mbps"])
+        self.relayed = float(record["relay"]["forwarded_per_sent"])
+        self.valid = bool(record["valid"])
+        self.flags = list(record.get("flags") or [])
+
+
+def load(results: Path) -> dict[str, dict[str, Run]]:
+    """{"manytoone-bcube<n>-<k>": {scheme: run}} in STYLE's order."""
+    out: dict[str, dict[str, Run]] = {}
+    for path in records.committed(results, records.MANYTOONE_RECORDS):
+        try:
+            run = Run(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
+            note(f"skipped {path}: {exc}")
+            continue
+        if run.scheme in STYLE:
+            out.setdefault(f"manytoone-{path.parents[2].name}", {})[run.scheme] = run
+    return {name: {s: runs[s] for s in STYLE if s in runs} for name, runs in sorted(out.items())}
+
+
+def _subtitle(runs: dict[str, Run]) -> str:
+    r = next(iter(runs.values())).record
+    c = r["config"]
+    per_host = len(r["flows"]) // r["hosts"]
+    multipath = next((x.record["config"]["subflows"] for x in runs.values() if x.scheme != "tcp"), None)
+    return (f"{c['network']}, {r['hosts']} hosts each reading from its {per_host} neighbours, "
+            f"{c['bw_mbps']:g} Mb/s links, {c['queue_pkts']}-packet queues"
+            + (f"; multipath with {multipath} subflows, one per level" if multipath else "")
+            + f"; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+
+
+def draw(runs: dict[str, Run], out: Path) -> Drawn:
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained",
+                                      gridspec_kw={"width_ratios": [3, 2]})
+    xs = np.arange(len(runs))
+    names = [STYLE[s][0] for s in runs]
+    colors = [STYLE[s][1] for s in runs]
+    left.bar(xs, [r.pct for r in runs.values()], color=colors, width=0.6, alpha=0.85,
+             hatch=[None if r.valid else "//" for r in runs.values()], label="here: mean per host")
+    left.scatter(xs, [r.min_pct for r in runs.values()], marker="v", color="black", zorder=3,
+                 label="here: the least-served host")
+    left.scatter(xs, [PAPER_READ_PCT[s] for s in runs], marker="_", s=700, color="#d62728", zorder=3,
+                 label="paper's table (htsim, BCube(4,3))")
+    for x, r in zip(xs, runs.values()):
+        left.text(x, r.pct + 1.5, f"{r.pct:.0f}", ha="center", fontsize=8)
+    left.set_xticks(xs, names, fontsize=8)
+    left.set_ylabel("per-host read rate, % of its interfaces")
+    left.set_ylim(0, 125)
+    left.grid(alpha=0.3, axis="y")
+    left.legend(loc="upper center", fontsize=7, ncol=3)
+    left.set_title("What each host reads", fontsize=9)
+    right.bar(xs, [r.relayed for r in runs.values()], color=colors, width=0.6, alpha=0.85,
+              hatch=[None if r.valid else "//" for r in runs.values()])
+    for x, r in zip(xs, runs.values()):
+        right.text(x, r.relayed, f"{r.relayed:.2f}", ha="center", va="bottom", fontsize=8)
+    right.set_xticks(xs, names, fontsize=8)
+    right.set_ylabel("datagrams relayed per datagram sent")
+    right.grid(alpha=0.3, axis="y")
+    right.set_title("Traffic on the long paths (hosts' Ip ForwDatagrams)", fontsize=9)
+    fig.suptitle(f"Many-to-one on BCube (paper §4.3.1)\n{_subtitle(runs)}", fontsize=8)
+    shown = {s: {"read_pct": round(r.pct, 2), "min_pct": round(r.min_pct, 2),
+                 "relayed_per_sent": r.relayed, "valid": r.valid} for s, r in runs.items()}
+    flagged = [f"{STYLE[s][0]}: {', '.join(r.flags)}" for s, r in runs.items() if not r.valid]
+    notes = ("INVALID (hatched): " + "; ".join(flagged)) if flagged else ""
+    return save_figure(fig, out, lambda _fig: shown, notes, wrap=120, reserve=0.06)
+
+
+def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
+    return draw_each(plots, load(results), draw)
+
+
+REPORT_HEAD = """\
+## Many-to-one on BCube (paper §4.3.1)
+
+Every host reads from each of its neighbours; per scheme the mean per-host
+read rate in % of its interfaces, the least-served host's, and datagrams the
+hosts relayed per datagram they sent. `!` marks an invalid run. The paper's
+table (BCube(4,3), 100 Mb/s): TCP 297, EWTCP 229, MPTCP 272 Mb/s of 300.
+"""
+
+
+def report_lines(results: Path) -> list[str]:
+    lines = []
+    for name, runs in load(results).items():
+        if not lines:
+            lines = section_head(REPORT_HEAD)
+        lines += [f"![{name}](plots/{name}.png)", "",
+                  "| scheme | per-host read, Mb/s | % of its interfaces | least-served host, % "
+                  "| relayed per sent | paper % |", "| --- " * 6 + "|"]
+        for scheme, r in runs.items():
+            lines.append(f"| {STYLE[scheme][0]}{'' if r.valid else ' !'} | {r.record['read_mean_mbps']:.2f} "
+                         f"| {r.pct:.1f} | {r.min_pct:.1f} | {r.relayed:.2f} | {PAPER_READ_PCT[scheme]:.0f} |")
+        lines.append("")
+    return lines
