@@ -31,7 +31,8 @@ from experiments.racknet import RackExperiment, RackNetwork
 from kernel import transport
 from workloads import Flow, TrafficMatrix
 
-SCHEME_LABELS = {"tcp": "TCP", "ewtcp": "EWTCP", "lia": "LIA (MPTCP)"}
+SCHEME_LABELS = {"tcp": "TCP", "ewtcp": "EWTCP", "lia": "LIA (MPTCP)", "olia": "OLIA",
+                 "uncoupled": "UNCOUPLED"}
 # The paper's per-host read rates in BCube(4,3) with 100 Mb/s links (three
 # of whose four NICs the reads can fill, so 300 Mb/s is the most): its table
 # after Fig. 11.
@@ -80,7 +81,7 @@ def relay_counters(net: RackNetwork) -> dict[str, int]:
 
 class ManyToOneExperiment(RackExperiment):
     name = "manytoone"
-    MPTCP_SCHEMES = ("ewtcp", "lia")
+    MPTCP_SCHEMES = ("ewtcp", "lia", "olia", "uncoupled")
 
     def network_key(self, p: ManyToOnePoint) -> str:
         return p.cc

@@ -17,7 +17,8 @@ import numpy as np
 from base import records
 from figures.runs import Drawn, draw_each, note, save_figure, section_head
 
-STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
+STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4"),
+         "olia": ("OLIA", "#9467bd"), "uncoupled": ("UNCOUPLED", "#d62728")}
 # The paper's table (htsim, BCube(4,3), 100 Mb/s links; each host reads from
 # its 12 neighbours, so three of its four NICs can be filled: 300 Mb/s):
 # per-host read Mb/s, as % of those 300.
@@ -73,8 +74,9 @@ def draw(runs: dict[str, Run], out: Path) -> Drawn:
              hatch=[None if r.valid else "//" for r in runs.values()], label="here: mean per host")
     left.scatter(xs, [r.min_pct for r in runs.values()], marker="v", color="black", zorder=3,
                  label="here: the least-served host")
-    left.scatter(xs, [PAPER_READ_PCT[s] for s in runs], marker="_", s=700, color="#d62728", zorder=3,
-                 label="paper's table (htsim, BCube(4,3))")
+    paper = [(x, PAPER_READ_PCT[s]) for x, s in zip(xs, runs) if s in PAPER_READ_PCT]
+    left.scatter([x for x, _ in paper], [v for _, v in paper], marker="_", s=700, color="black",
+                 zorder=3, label="paper's table (htsim, BCube(4,3))")
     for x, r in zip(xs, runs.values()):
         left.text(x, r.pct + 1.5, f"{r.pct:.0f}", ha="center", fontsize=8)
     left.set_xticks(xs, names, fontsize=8)
@@ -113,6 +115,10 @@ table (BCube(4,3), 100 Mb/s): TCP 297, EWTCP 229, MPTCP 272 Mb/s of 300.
 """
 
 
+def paper_cell(scheme: str) -> str:
+    return f"{PAPER_READ_PCT[scheme]:.0f}" if scheme in PAPER_READ_PCT else "–"
+
+
 def report_lines(results: Path) -> list[str]:
     lines = []
     for name, runs in load(results).items():
@@ -123,6 +129,6 @@ def report_lines(results: Path) -> list[str]:
                   "| relayed per sent | paper % |", "| --- " * 6 + "|"]
         for scheme, r in runs.items():
             lines.append(f"| {STYLE[scheme][0]}{'' if r.valid else ' !'} | {r.record['read_mean_mbps']:.2f} "
-                         f"| {r.pct:.1f} | {r.min_pct:.1f} | {r.relayed:.2f} | {PAPER_READ_PCT[scheme]:.0f} |")
+                         f"| {r.pct:.1f} | {r.min_pct:.1f} | {r.relayed:.2f} | {paper_cell(scheme)} |")
         lines.append("")
     return lines

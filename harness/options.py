@@ -15,7 +15,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 LinkFailureConfig, OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
-                                MANYTOONE_SCHEMES, ManyToOneConfig,
+                                MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, ManyToOneConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from experiments.config.shortflows import FILE_BYTES
@@ -337,8 +337,8 @@ def manytoone_parser() -> argparse.ArgumentParser:
     p = subcommand_parser("manytoone", "BCube many-to-one (paper §4.3.1): every host reads from its "
                                        "neighbours, TCP against EWTCP and LIA.")
     p.add_argument("--schemes", default=None,
-                   help=f"comma list of {', '.join(MANYTOONE_SCHEMES)} "
-                        "(default all that this kernel can run)")
+                   help=f"comma list of {', '.join(MANYTOONE_SCHEMES)} (default "
+                        f"{','.join(MANYTOONE_DEFAULT)}, the paper's, where this kernel can run them)")
     p.add_argument("--n", type=int, default=d.n, help="BCube(n, k): switch ports (%(default)s)")
     p.add_argument("--k", type=int, default=d.k,
                    help="BCube(n, k): levels above the first (%(default)s)")
@@ -350,7 +350,7 @@ def manytoone_parser() -> argparse.ArgumentParser:
 
 def manytoone_config_from_args(argv: list[str]) -> tuple[ManyToOneConfig, argparse.Namespace]:
     args = manytoone_parser().parse_args(argv)
-    schemes, note = kernel_schemes(args.schemes, MANYTOONE_SCHEMES)
+    schemes, note = kernel_schemes(args.schemes, MANYTOONE_DEFAULT)
     cfg, args = shared_config(ManyToOneConfig, args, schemes=schemes, n=args.n, k=args.k,
                               subflows_given=args.subflows)
     args.notes = [note]     # each scheme names its own cc

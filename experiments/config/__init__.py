@@ -27,7 +27,8 @@ from experiments.config.topologies import TOPOLOGY_NAMES, TopologyPoint, Topolog
 from experiments.config.filesize import FILESIZE_SCHEMES, FilesizeConfig, FilesizePoint
 from experiments.config.shortflows import SHORTFLOWS_SCHEMES, ShortflowsConfig, ShortflowsPoint
 from experiments.config.transfers import TRANSFERS_SWEEPS, TransfersConfig, TransfersPoint
-from experiments.config.manytoone import MANYTOONE_SCHEMES, ManyToOneConfig, ManyToOnePoint
+from experiments.config.manytoone import (MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, ManyToOneConfig,
+                                          ManyToOnePoint)
 
 __all__ = [
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
@@ -44,7 +45,7 @@ __all__ = [
     "FILESIZE_SCHEMES", "FilesizeConfig", "FilesizePoint",
     "SHORTFLOWS_SCHEMES", "ShortflowsConfig", "ShortflowsPoint",
     "TRANSFERS_SWEEPS", "TransfersConfig", "TransfersPoint",
-    "MANYTOONE_SCHEMES", "ManyToOneConfig", "ManyToOnePoint",
+    "MANYTOONE_DEFAULT", "MANYTOONE_SCHEMES", "ManyToOneConfig", "ManyToOnePoint",
     "LINKFAILURE_SCHEMES", "LinkFailureConfig", "LinkFailurePoint",
     "WIFI3G_MPTCP_SCHEMES", "WIFI3G_SCHEME_CC",
 ]

@@ -11,8 +11,10 @@ from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES
 from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
 
-# The paper's table: single-path TCP, EWTCP and MPTCP (LIA).
-MANYTOONE_SCHEMES = ("tcp", "ewtcp", "lia")
+# The paper's table: single-path TCP, EWTCP and MPTCP (LIA), the default;
+# OLIA and uncoupled Reno subflows on request.
+MANYTOONE_DEFAULT = ("tcp", "ewtcp", "lia")
+MANYTOONE_SCHEMES = (*MANYTOONE_DEFAULT, "olia", "uncoupled")
 # BCube sizes two cores can carry: (n, k) gives n^(k+1) hosts reading from
 # (n-1)(k+1) neighbours each: BCube(4,1) 16 hosts x 6 flows, BCube(4,2) 64 x 9.
 MAX_FLOWS = 200
@@ -33,7 +35,7 @@ class ManyToOnePoint:
 @dataclass(frozen=True)
 class ManyToOneConfig(LongFlowSettings):
     """Everything `run_mptcp.sh manytoone` was asked to do."""
-    schemes: tuple[str, ...] = MANYTOONE_SCHEMES
+    schemes: tuple[str, ...] = MANYTOONE_DEFAULT
     n: int = 4                  # BCube(n, k): switch ports
     k: int = 1                  # levels - 1 (the paper's BCube(4,3) has 256 hosts)
     # Subflows of a multipath scheme; None: one per level, as many as a
@@ -74,4 +76,7 @@ class ManyToOneConfig(LongFlowSettings):
         self.check_settings()
 
     def points(self) -> list[ManyToOnePoint]:
-        return [ManyToOnePoint(s) for s in self.schemes]
+        """One run per scheme; the schemes of one congestion control adjacent
+        (a network per congestion control: tcp and uncoupled are both reno)."""
+        ccs = [CC_SCHEMES[s][0] for s in self.schemes]
+        return [ManyToOnePoint(s) for s in sorted(self.schemes, key=lambda s: ccs.index(CC_SCHEMES[s][0]))]
