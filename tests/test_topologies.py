@@ -20,7 +20,7 @@ def test_the_networks_are_the_documented_sizes():
     link = LinkParams(bw_mbps=10)
     sizes = {t: (len(build(t, link).hosts()), len(build(t, link).host_addresses(build(t, link).hosts()[0])))
              for t in ("fattree", "vl2", "bcube")}
-    assert sizes == {"fattree": (16, 1), "vl2": (32, 1), "bcube": (64, 3)}
+    assert sizes == {"fattree": (16, 1), "vl2": (32, 1), "bcube": (27, 3)}
     vl2 = build("vl2", link)
     assert {i.link.bw_mbps for i in vl2.interfaces("t0")} == {10, 40}
 
@@ -53,7 +53,7 @@ def test_mptcp_between_bcube_hosts_without_a_common_switch_beats_one_link(tmp_pa
 
 @needs_root
 def test_small_experiment_draws_both_figures(tmp_path, no_leftovers):
-    """VL2 end to end (BCube's paths are the test above's; BCube(4,2)'s 64
+    """VL2 end to end (BCube's paths are the test above's; BCube(3,2)'s 27
     hosts opening their subflows at once would take longer than a test)."""
     results = tmp_path / "results"
     done = subprocess.run(
