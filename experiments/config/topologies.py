@@ -34,9 +34,8 @@ class TopologiesConfig(LongFlowSettings):
     """Everything `run_mptcp.sh topologies` was asked to do."""
     topologies: tuple[str, ...] = TOPOLOGY_NAMES
     subflows: tuple[int, ...] = (1, 2, 3, 4, 6, 8)
-    # 5 Mb/s: BCube(4,2)'s 64 hosts with 3 interfaces relay through each
-    # other; at 10 Mb/s its permutation alone would ask two cores for more
-    # packet-hops than FatTree(4)'s sweep does at 10 (README, E9).
+    # 5 Mb/s: BCube's hosts relay through each other and its subflows detour;
+    # BCube(3,2) ran at 40-69 % of two cores at 5 Mb/s (README, E9).
     link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
 
     def validate(self) -> None:
