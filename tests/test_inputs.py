@@ -117,7 +117,7 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["shortflows", "--interval", "0.05"], "client port each"),
     (["transfers", "--receivers", "9"], "1..8"),
     (["manytoone", "--n", "4", "--k", "2"], "576 flows"),
-    (["manytoone", "--schemes", "uncoupled"], "unknown scheme"),
+    (["manytoone", "--schemes", "lia,cubic"], "unknown scheme"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):
     done = subprocess.run([SCRIPT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)
