@@ -8,14 +8,13 @@ flags are named under the figure.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import Drawn, draw_each, note, save_figure, section_head
+from figures.runs import Drawn, draw_each, runs_by_scheme, save_figure, section_head
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4"),
          "olia": ("OLIA", "#9467bd"), "uncoupled": ("UNCOUPLED", "#d62728")}
@@ -41,16 +40,8 @@ class Run:
 
 def load(results: Path) -> dict[str, dict[str, Run]]:
     """{"manytoone-bcube<n>-<k>": {scheme: run}} in STYLE's order."""
-    out: dict[str, dict[str, Run]] = {}
-    for path in records.committed(results, records.MANYTOONE_RECORDS):
-        try:
-            run = Run(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
-        if run.scheme in STYLE:
-            out.setdefault(f"manytoone-{path.parents[2].name}", {})[run.scheme] = run
-    return {name: {s: runs[s] for s in STYLE if s in runs} for name, runs in sorted(out.items())}
+    return runs_by_scheme(results, records.MANYTOONE_RECORDS, Run,
+                          lambda p: f"manytoone-{p.parents[2].name}", STYLE)
 
 
 def _subtitle(runs: dict[str, Run]) -> str:

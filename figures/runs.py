@@ -334,6 +334,23 @@ def draw_sweeps(data: dict[str, dict[str, object]], plots: Path, draw: dict) -> 
     return drawn
 
 
+def runs_by_scheme(results: Path, pattern: str, read, figure_of, order) -> dict[str, dict[str, object]]:
+    """{figure name: {scheme: run}} from the records matching `pattern`:
+    `read(record)` makes a run with a `scheme` (a record it cannot read is
+    noted and skipped), `figure_of(path)` names the figure a record belongs
+    to; schemes outside `order` are left out, the rest kept in its order."""
+    out: dict[str, dict[str, object]] = {}
+    for path in records.committed(results, pattern):
+        try:
+            run = read(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
+            note(f"skipped {path}: {exc}")
+            continue
+        if run.scheme in order:
+            out.setdefault(figure_of(path), {})[run.scheme] = run
+    return {name: {s: runs[s] for s in order if s in runs} for name, runs in sorted(out.items())}
+
+
 def section_head(text: str) -> list[str]:
     """report.md lines of a section's title and paragraph, written as
     "title\n\nparagraph" (wrapped): the paragraph becomes one line."""

@@ -8,14 +8,13 @@ under the figure.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from base import flowsizes, records
-from figures.runs import Drawn, draw_each, note, save_figure, section_head
+from figures.runs import Drawn, draw_each, runs_by_scheme, save_figure, section_head
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "uncoupled": ("UNCOUPLED", "#d62728"),
          "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
@@ -41,16 +40,7 @@ class Run:
 
 def load(results: Path) -> dict[str, dict[str, Run]]:
     """{"shortflows<k>": {scheme: run}} in STYLE's order."""
-    out: dict[str, dict[str, Run]] = {}
-    for path in records.committed(results, records.SHORTFLOWS_RECORDS):
-        try:
-            run = Run(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
-        if run.scheme in STYLE:
-            out.setdefault(path.parent.parent.name, {})[run.scheme] = run
-    return {name: {s: runs[s] for s in STYLE if s in runs} for name, runs in sorted(out.items())}
+    return runs_by_scheme(results, records.SHORTFLOWS_RECORDS, Run, lambda p: p.parent.parent.name, STYLE)
 
 
 def _subtitle(runs: dict[str, Run]) -> str:
