@@ -1,18 +1,25 @@
-"""Every moment any TCP socket of the machine has a congestion window above
-a threshold, whatever its congestion control: the kernel's tcp_probe
-tracepoint (one event per segment received on an established socket, with
-its snd_cwnd and ssthresh), filtered in the kernel so that only the huge
-windows reach us. Used to ask whether the kernel's own Reno gets the
-corrupted windows our BPF algorithms repair (kernel/bpf/README.md), which
-sampling with sock_diag can miss between two samples.
+"""The kernel's TCP tracepoints, read through a tracefs instance of our
+own (a ring buffer apart from the machine's), removed on stop(); tracefs is
+mounted on a folder of ours for the watch when it is not mounted already,
+and unmounted after. Used to find the cause of the corrupted windows our
+BPF algorithms repair (kernel/bpf/README.md):
 
-The events go to a tracefs instance of our own (a ring buffer apart from
-the machine's), removed on stop(); tracefs is mounted on a folder of ours
-for the watch when it is not mounted already, and unmounted after. The
-files are written and read by hand: tracefs is a file interface, and no
+* HugeWindowWatch: every moment any TCP socket of the machine has a
+  congestion window above a threshold, whatever its congestion control:
+  tcp_probe (one event per segment received on an established socket, with
+  its snd_cwnd and ssthresh), filtered in the kernel so that only the huge
+  windows reach us. It asks whether the kernel's own Reno gets them, which
+  sampling with sock_diag can miss between two samples.
+* StateChangeWatch: every call of tcp_set_ca_state() (tcp_cong_state_set),
+  each of which calls the congestion control's set_state; set against the
+  number of times a BPF set_state program ran, it shows calls in which the
+  program did not run.
+
+The files are written and read by hand: tracefs is a file interface, and no
 library the harness installs wraps it."""
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import tempfile
@@ -21,10 +28,13 @@ from pathlib import Path
 from base.procs import CommandError, run
 
 TRACEFS_MOUNTS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
-EVENT = Path("events/tcp/tcp_probe")
+PROBE_EVENT = Path("events/tcp/tcp_probe")
+STATE_EVENT = Path("events/tcp/tcp_cong_state_set")
 # 2^20 packets: the cap of kernel/bpf/mptcp_cc.bpf.c (W_CAP); no real window comes near it.
 HUGE_WINDOW = 1 << 20
 FIELD = re.compile(r"(\w+)=(\S+)")
+_serial = itertools.count()      # instance names: several watches may run at once
+INT_FIELDS = ("snd_cwnd", "ssthresh", "snd_wnd", "srtt", "rcv_wnd", "data_len", "cong_state")
 
 
 class WatchError(RuntimeError):
@@ -38,13 +48,15 @@ def mounted_tracefs() -> Path | None:
     return None
 
 
-class HugeWindowWatch:
-    """start(), run the traffic, stop() -> the events: one dict per
-    segment received while the socket's window was above `threshold`
-    (src, dest, snd_cwnd, ssthresh, ... as tcp_probe prints them)."""
+class TraceWatch:
+    """start(), run the traffic, stop() -> the events (one dict per event,
+    see parse_line) of the tracepoints `events` ({event folder: filter or
+    None}), time-stamped on CLOCK_MONOTONIC (the trace clock "mono"), so
+    that they can be set against time.monotonic() samples taken meanwhile."""
 
-    def __init__(self, threshold: int = HUGE_WINDOW):
-        self.threshold = threshold
+    def __init__(self, events: dict[Path, str | None], buffer_kb: int = 8192):
+        self.events = events
+        self.buffer_kb = buffer_kb
         self.root: Path | None = None
         self.our_mount: Path | None = None
         self.instance: Path | None = None
@@ -60,27 +72,33 @@ class HugeWindowWatch:
                 self.our_mount = None
                 raise WatchError(f"cannot mount tracefs: {exc}") from None
             self.root = self.our_mount
-        self.instance = self.root / "instances" / f"mptcp-dc-harness-{os.getpid()}"
+        self.instance = self.root / "instances" / f"mptcp-dc-harness-{os.getpid()}-{next(_serial)}"
         try:
             self.instance.mkdir()
-            event = self.instance / EVENT
-            if not event.is_dir():
-                raise WatchError("this kernel has no tcp:tcp_probe tracepoint")
-            (event / "filter").write_text(f"snd_cwnd > {self.threshold}\n")
-            (event / "enable").write_text("1\n")
+            (self.instance / "trace_clock").write_text("mono\n")
+            (self.instance / "buffer_size_kb").write_text(f"{self.buffer_kb}\n")
+            for event, where in self.events.items():
+                folder = self.instance / event
+                if not folder.is_dir():
+                    raise WatchError(f"this kernel has no tcp:{event.name} tracepoint")
+                if where:
+                    (folder / "filter").write_text(where + "\n")
+                (folder / "enable").write_text("1\n")
         except (OSError, WatchError) as exc:
             self.stop()
-            raise WatchError(f"tcp_probe watch: {exc}") from None
+            raise WatchError(f"trace watch: {exc}") from None
 
     def stop(self) -> list[dict]:
         """Stop watching, remove the instance (and our mount) and return
         what was seen."""
         events: list[dict] = []
         if self.instance is not None and self.instance.is_dir():
+            names = tuple(f"{event.name}:" for event in self.events)
             try:
-                (self.instance / EVENT / "enable").write_text("0\n")
+                for event in self.events:
+                    (self.instance / event / "enable").write_text("0\n")
                 events = [parse_line(line) for line in (self.instance / "trace").read_text().splitlines()
-                          if "tcp_probe:" in line]
+                          if any(name in line for name in names)]
             except OSError:
                 pass
             try:
@@ -98,12 +116,33 @@ class HugeWindowWatch:
         return events
 
 
+class HugeWindowWatch(TraceWatch):
+    """tcp_probe events of sockets whose window is above `threshold`
+    (src, dest, snd_cwnd, ssthresh, ... as tcp_probe prints them)."""
+
+    def __init__(self, threshold: int = HUGE_WINDOW):
+        self.threshold = threshold
+        super().__init__({PROBE_EVENT: f"snd_cwnd > {threshold}"})
+
+
+class StateChangeWatch(TraceWatch):
+    """tcp_cong_state_set events: every tcp_set_ca_state() call (saddr,
+    daddr, sport, dport, cong_state, t_s)."""
+
+    def __init__(self):
+        super().__init__({STATE_EVENT: None})
+
+
 def parse_line(line: str) -> dict:
-    """One line of the trace file: the event's key=value fields, and the
-    timestamp (seconds since boot) before the event's name."""
-    head, _, body = line.partition("tcp_probe:")
+    """One line of the trace file: the event's name (`event`), its key=value
+    fields, and the timestamp before the name (`t_s`, seconds on the
+    instance's clock, CLOCK_MONOTONIC)."""
+    head, event, body = line.partition("tcp_probe:")
+    if not event:
+        head, event, body = line.partition("tcp_cong_state_set:")
     fields: dict = dict(FIELD.findall(body))
-    for key in ("snd_cwnd", "ssthresh", "snd_wnd", "srtt", "rcv_wnd", "data_len"):
+    fields["event"] = event.rstrip(":")
+    for key in INT_FIELDS:
         if key in fields:
             try:
                 fields[key] = int(fields[key], 0)

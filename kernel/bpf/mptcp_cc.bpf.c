@@ -165,20 +165,20 @@ static __always_inline __u32 crt_cwnd(const struct sock *sk, __u8 ca_state)
 #define INFINITE_SSTHRESH 0x7fffffffU
 
 /* On this kernel (6.18) a subflow running one of these algorithms now and
- * then gets, in loss recovery, a window of hundreds of millions of packets.
- * Why is not known yet: every occurrence is recorded with the state around
- * it (repair_log.h) to find out. The guess on record was proportional rate
- * reduction computing with an infinite ssthresh restored by an undo; but
- * tcp_cwnd_reduction() (net/ipv4/tcp_input.c, as read in 6.x source) takes its
- * "delta = ssthresh - in_flight < 0" branch, the only one that scales with
- * ssthresh, only when ssthresh is below what is in flight, so an infinite
- * ssthresh alone cannot give such a window there. Other writers to check:
- * tcp_slow_start() and tcp_cong_avoid_ai(), which our cong_avoid calls
- * with the kernel's `acked` (HOOK_AFTER_CONG_AVOID records those), and
- * Reno's undo (KIND_UNDO_OVER_CAP). Such a window lets the subflow send
- * whatever it has, so it overflows its queues and stalls its connection.
- * So, at every ACK (in_ack_event runs before the kernel's own window
- * updates) and in every other callback:
+ * then gets, as it enters Recovery, CWR or Loss, an ssthresh that none of
+ * our programs computed: the kernel called our ssthresh (or undo_cwnd)
+ * member, our program did not run (its snapshot is missing, and the
+ * program's run_cnt falls short of the kernel's calls), and the value
+ * taken is a stale stack word (0x81104110 on the machine measured: the
+ * SRSO return thunk's return address). Proportional rate reduction then
+ * scales that ssthresh into a window of hundreds of millions of packets,
+ * which lets the subflow send whatever it has: it overflows its queues and
+ * stalls its connection. kernel/bpf/README.md ("Corrupted windows: what
+ * causes them") has the measurements and a reproduction. A kernel fault;
+ * until it is fixed we repair what we can reach. A callback that does not
+ * run cannot repair, so the value lives until our next callback; so at
+ * every ACK (in_ack_event runs before the kernel's own window updates) and
+ * in every other callback:
  *   - in CWR or Recovery an infinite ssthresh is set to the current window
  *     (an undone reduction reduces nothing);
  *   - a window or ssthresh beyond W_CAP (2^20 packets, 1.5 GB: no real
