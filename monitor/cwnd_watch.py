@@ -33,6 +33,8 @@ STATE_EVENT = Path("events/tcp/tcp_cong_state_set")
 # 2^20 packets: the cap of kernel/bpf/mptcp_cc.bpf.c (W_CAP); no real window comes near it.
 HUGE_WINDOW = 1 << 20
 FIELD = re.compile(r"(\w+)=(\S+)")
+# How tracefs prints every event: "<task>-<pid> [<cpu>] <flags> <seconds>: <event>: <fields>".
+EVENT_LINE = re.compile(r"\s(\d+\.\d+): (\w+): (.*)$")
 _serial = itertools.count()      # instance names: several watches may run at once
 INT_FIELDS = ("snd_cwnd", "ssthresh", "snd_wnd", "srtt", "rcv_wnd", "data_len", "cong_state")
 
@@ -93,12 +95,12 @@ class TraceWatch:
         what was seen."""
         events: list[dict] = []
         if self.instance is not None and self.instance.is_dir():
-            names = tuple(f"{event.name}:" for event in self.events)
+            names = {event.name for event in self.events}
             try:
                 for event in self.events:
                     (self.instance / event / "enable").write_text("0\n")
-                events = [parse_line(line) for line in (self.instance / "trace").read_text().splitlines()
-                          if any(name in line for name in names)]
+                parsed = map(parse_line, (self.instance / "trace").read_text().splitlines())
+                events = [e for e in parsed if e.get("event") in names]
             except OSError:
                 pass
             try:
@@ -136,21 +138,17 @@ class StateChangeWatch(TraceWatch):
 def parse_line(line: str) -> dict:
     """One line of the trace file: the event's name (`event`), its key=value
     fields, and the timestamp before the name (`t_s`, seconds on the
-    instance's clock, CLOCK_MONOTONIC)."""
-    head, event, body = line.partition("tcp_probe:")
-    if not event:
-        head, event, body = line.partition("tcp_cong_state_set:")
+    instance's clock, CLOCK_MONOTONIC); {} for a line that is no event."""
+    match = EVENT_LINE.search(line)
+    if match is None:
+        return {}
+    stamp, event, body = match.groups()
     fields: dict = dict(FIELD.findall(body))
-    fields["event"] = event.rstrip(":")
     for key in INT_FIELDS:
         if key in fields:
             try:
                 fields[key] = int(fields[key], 0)
             except ValueError:
                 pass
-    stamp = head.strip().rstrip(":").split()
-    try:
-        fields["t_s"] = float(stamp[-1])
-    except (IndexError, ValueError):
-        pass
+    fields["event"], fields["t_s"] = event, float(stamp)
     return fields
