@@ -14,6 +14,7 @@ drawn without the harness's dependencies.
     <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
     <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
     <results>/manytoone/bcube<n>-<k>/<scheme>/reads/          BCube many-to-one
+    <results>/provisioned-<fabric>/<scheme>/                  provisioned paths (E10)
     <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
@@ -56,6 +57,10 @@ def topologies_run(results: Path, topology: str, subflows: int) -> Path:
     return results / "topologies" / topology / "permutation" / f"flows{subflows}"
 
 
+def provisioned_run(results: Path, fabric: str, scheme: str) -> Path:
+    return results / f"provisioned-{fabric}" / scheme
+
+
 def filesize_run(results: Path, link: str, scheme: str, size_pkts: int) -> Path:
     return results / "filesize" / link / scheme / f"{size_pkts}pkts"
 
@@ -88,6 +93,7 @@ FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
 SHORTFLOWS_RECORDS = f"shortflows*/*/{RECORD}"
 TRANSFERS_RECORDS = f"transfers/*/*/*/{RECORD}"
 MANYTOONE_RECORDS = f"manytoone/*/*/reads/{RECORD}"
+PROVISIONED_RECORDS = f"provisioned-*/*/{RECORD}"
 CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
 
 

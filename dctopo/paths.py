@@ -4,7 +4,7 @@ traffic on one (TwoPaths)."""
 from __future__ import annotations
 
 from base.links import ACCESS, CELL, WIFI, LinkParams
-from dctopo.base import DCTopo, dpid
+from dctopo.base import DCTopo, Interface, dpid
 
 
 class WiFi3G(DCTopo):
@@ -103,3 +103,90 @@ class TwoPaths(DCTopo):
     def path_addresses(self, path: int) -> tuple[str, str]:
         """(h1's address, h2's address) on a path."""
         return f"10.{path + 1}.0.2", f"10.{path + 1}.1.2"
+
+
+# The Amsterdam-Geneva testbed's four paths (seeds/004 in README's sources):
+# by switch, from the sender's side. P1 and P2 each cross one long link and
+# nothing else; P3 and P4 cross the local link between the sender's two
+# switches (in opposite directions) and then the long link of P2 and of P1.
+PROVISIONED_PATHS = (("a1", "b1"), ("a2", "b2"), ("a1", "a2", "b2"), ("a2", "a1", "b1"))
+DISJOINT_PATHS = (0, 1)
+
+
+class Provisioned(DCTopo):
+    """Two servers, two switches each, two long links between the switch
+    pairs, and the paths a controller provisions over them (van der Pol et
+    al., TNC 2013: the Amsterdam-Geneva OpenFlow testbed):
+
+        h1 -- a1 ==long 0 (a1-b1)== b1 -- h2
+              |                      |
+            local                  local
+              |                      |
+        h1 -- a2 ==long 1 (a2-b2)== b2 -- h2
+
+    Each path i has an address pair of its own, as each of the testbed's
+    four virtual interfaces had its own subnet: h1-eth{i} 10.{i+1}.0.2 on
+    the path's first switch and h2-eth{i} 10.{i+1}.1.2 on its last. The
+    switches forward by destination address along the path that owns it,
+    not by shortest path (`next_hops_to`), so both fabrics install exactly
+    the provisioned paths: kernel routes on the l3 fabric, the controller's
+    flow entries on the openflow fabric. Host links are `access` (fast: the
+    hosts' interfaces never limit), the long links `long`, the local links
+    `local`.
+    """
+
+    def build(self, long: LinkParams = LinkParams(delay_ms=20.0), local: LinkParams | None = None,
+              access: LinkParams = ACCESS, paths: tuple[tuple[str, ...], ...] = PROVISIONED_PATHS):
+        local = local or LinkParams(bw_mbps=long.bw_mbps, queue_pkts=long.queue_pkts)
+        self.long, self.local = long, local
+        self.paths = tuple(tuple(p) for p in paths)
+        ports = {}      # switch -> next free port
+        for n, sw in enumerate(("a1", "a2", "b1", "b2")):
+            self.addSwitch(sw, role="edge", dpid=dpid(1, 0, n + 1), router_id=f"10.100.0.{n + 1}")
+            ports[sw] = 0
+
+        def link(a: str, b: str, params: LinkParams, **ends) -> None:
+            pa = ends.pop("port1", None)
+            pb = ends.pop("port2", None)
+            if pa is None:
+                pa, ports[a] = ports[a], ports[a] + 1
+            if pb is None:
+                pb, ports[b] = ports[b], ports[b] + 1
+            self.addLink(a, b, port1=pa, port2=pb, link=params, **ends)
+
+        h1 = self.addHost("h1", role="host")
+        h2 = self.addHost("h2", role="host")
+        for a, b in (("a1", "b1"), ("a2", "b2")):
+            link(a, b, long)
+        link("a1", "a2", local)
+        link("b1", "b2", local)
+        adjacent = {frozenset(pair) for pair in self.links()}
+        for i, path in enumerate(self.paths):
+            if path[0][0] != "a" or path[-1][0] != "b" or any(
+                    frozenset(hop) not in adjacent for hop in zip(path, path[1:])):
+                raise ValueError(f"path {i + 1} {'-'.join(path)}: not a path from a1/a2 to b1/b2 "
+                                 "over the testbed's links")
+            link(h1, path[0], access, port1=i, params1={"ip": f"10.{i + 1}.0.2/32"})
+            link(path[-1], h2, access, port2=i, params2={"ip": f"10.{i + 1}.1.2/32"})
+
+    def path_addresses(self, path: int) -> tuple[str, str]:
+        """(h1's address, h2's address) on path `path` (0-based)."""
+        return f"10.{path + 1}.0.2", f"10.{path + 1}.1.2"
+
+    def path_links(self, path: int) -> list[tuple[str, str]]:
+        """The switch-to-switch links path `path` crosses, from h1's side."""
+        hops = self.paths[path]
+        return list(zip(hops, hops[1:]))
+
+    def next_hops_to(self, dst: Interface, ports: dict[str, list[Interface]] | None = None
+                     ) -> dict[str, list[Interface]]:
+        """switch -> its one interface toward host interface `dst` along the
+        path that owns dst's address (reversed toward h1): provisioned
+        forwarding, not shortest paths; switches off that path are absent."""
+        ports = ports or self.port_map()
+        hops = self.paths[dst.port] if dst.node == "h2" else self.paths[dst.port][::-1]
+        table = {}
+        for here, there in zip(hops, hops[1:]):
+            table[here] = [i for i in ports[here] if i.peer == there]
+        table[hops[-1]] = [i for i in ports[hops[-1]] if i.peer == dst.node and i.peer_port == dst.port]
+        return table

@@ -3,7 +3,8 @@
 [options]` (E5, E6), `run_mptcp.sh dhft [options]` (E7),
 `run_mptcp.sh linkfailure [options]` (Fig. 19),
 `run_mptcp.sh oversub [options]` (E8), `run_mptcp.sh topologies [options]`
-(E9), `run_mptcp.sh manytoone [options]` (BCube many-to-one) and
+(E9), `run_mptcp.sh manytoone [options]` (BCube many-to-one),
+`run_mptcp.sh provisioned [options]` (E10, provisioned paths) and
 `run_mptcp.sh model [options]` (paper Fig. 6, computed): parse,
 check, run, plot.
 
@@ -34,6 +35,7 @@ from harness.options import (cc_compare_config_from, cc_compare_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
                              linkfailure_config_from_args, linkfailure_parser,
                              manytoone_config_from_args, manytoone_parser,
+                             provisioned_config_from_args, provisioned_parser,
                              model_config_from_args, model_parser, oversub_config_from_args,
                              oversub_parser, parser, topologies_config_from_args,
                              topologies_parser, wifi3g_config_from_args,
@@ -111,6 +113,9 @@ COMMANDS = {
                          _run_experiment("experiments.transfers", "TransfersExperiment")),
     "manytoone": Command(manytoone_parser, manytoone_config_from_args,
                          _run_experiment("experiments.manytoone", "ManyToOneExperiment")),
+    "provisioned": Command(provisioned_parser, provisioned_config_from_args,
+                           _run_experiment("experiments.provisioned", "ProvisionedExperiment"),
+                           delay=True),
     "model": Command(model_parser, model_config_from_args, _run_model, machine=False),
 }
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)

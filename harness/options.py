@@ -16,6 +16,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
                                 MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, ManyToOneConfig,
+                                PROVISIONED_SCHEMES, ProvisionedConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from experiments.config.shortflows import FILE_BYTES
@@ -277,6 +278,35 @@ filesize_config_from_args = _own_config_command(filesize_parser, lambda a, cc: F
     sizes_pkts=number_list(a.sizes, "--sizes", int), schemes=name_list(a.schemes), repeats=a.repeats,
     seed=a.seed, cc=cc, results=Path(a.results),
     link=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue, delay_ms=a.delay)))
+
+
+def provisioned_parser() -> argparse.ArgumentParser:
+    d = ProvisionedConfig()
+    p = subcommand_parser("provisioned", "E10 (van der Pol et al., TNC 2013): MPTCP over four provisioned paths, two of "
+                                         "them link-disjoint, over two long links.")
+    add_name_list(p, "--schemes", d.schemes, PROVISIONED_SCHEMES)
+    p.add_argument("--bw", type=finite, default=d.long.bw_mbps,
+                   help="rate of each long link in Mb/s (%(default)s)")
+    p.add_argument("--delay", type=finite, default=d.long.delay_ms,
+                   help="one-way delay of each long link in ms (%(default)s)")
+    p.add_argument("--queue", type=int, default=d.long.queue_pkts,
+                   help="queue length of the long and local links in packets (%(default)s)")
+    p.add_argument("--local-bw", type=finite, default=None,
+                   help="rate of the link between a site's two switches in Mb/s (that of the long links)")
+    p.add_argument("--time", type=finite, default=d.time_s, help="seconds per run (%(default)s)")
+    p.add_argument("--settle", type=finite, default=d.settle_s,
+                   help="seconds before the paths' shares are counted (%(default)s)")
+    add_seed_option(p, d.seed, "seed")
+    add_cc_option(p)
+    add_fabric_option(p, d.fabric)
+    add_results_options(p)
+    return p
+
+
+provisioned_config_from_args = _own_config_command(provisioned_parser, lambda a, cc: ProvisionedConfig(
+    schemes=name_list(a.schemes), long=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue, delay_ms=a.delay),
+    local_bw_mbps=a.local_bw, time_s=a.time, settle_s=a.settle, seed=a.seed, fabric=a.fabric, cc=cc,
+    results=Path(a.results)))
 
 
 def shortflows_parser() -> argparse.ArgumentParser:

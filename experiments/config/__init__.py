@@ -27,6 +27,8 @@ from experiments.config.topologies import TOPOLOGY_NAMES, TopologyPoint, Topolog
 from experiments.config.filesize import FILESIZE_SCHEMES, FilesizeConfig, FilesizePoint
 from experiments.config.shortflows import SHORTFLOWS_SCHEMES, ShortflowsConfig, ShortflowsPoint
 from experiments.config.transfers import TRANSFERS_SWEEPS, TransfersConfig, TransfersPoint
+from experiments.config.provisioned import (PROVISIONED_SCHEMES, ProvisionedConfig,
+                                            ProvisionedPoint)
 from experiments.config.manytoone import (MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, ManyToOneConfig,
                                           ManyToOnePoint)
 
@@ -48,4 +50,5 @@ __all__ = [
     "MANYTOONE_DEFAULT", "MANYTOONE_SCHEMES", "ManyToOneConfig", "ManyToOnePoint",
     "LINKFAILURE_SCHEMES", "LinkFailureConfig", "LinkFailurePoint",
     "WIFI3G_MPTCP_SCHEMES", "WIFI3G_SCHEME_CC",
+    "PROVISIONED_SCHEMES", "ProvisionedConfig", "ProvisionedPoint",
 ]

@@ -1,0 +1,152 @@
+"""Provisioned paths (dctopo.Provisioned, experiments/provisioned.py): the
+topology's paths as data, each path's traffic on exactly its links by the
+switches' own interface counters on both fabrics, a small run end to end,
+and the figure from records."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from base.links import LinkParams
+from base.platform import netem_available
+from dctopo import DISJOINT_PATHS, Provisioned
+from emulator.network import Network
+from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
+from experiments.config import ConfigError, ProvisionedConfig
+from kernel.transport import read_dev_bytes
+from tests.conftest import ROOT, needs_root
+
+SWITCH_LINKS = {("a1", "b1"), ("a2", "b2"), ("a1", "a2"), ("b1", "b2")}
+
+
+def test_paths_are_the_testbeds_and_the_switches_forward_along_them():
+    """Paths 1 and 2 each cross one long link and nothing else; 3 and 4
+    cross the local link a1-a2 (in opposite directions) and then the long
+    link of 2 and of 1. Every switch forwards an address only along the
+    path that owns it, both ways."""
+    topo = Provisioned()
+    assert [topo.path_links(i) for i in range(4)] == [
+        [("a1", "b1")], [("a2", "b2")], [("a1", "a2"), ("a2", "b2")], [("a2", "a1"), ("a1", "b1")]]
+    assert DISJOINT_PATHS == (0, 1)
+    table = topo.next_hops()
+    for i in range(4):
+        src, dst = topo.path_addresses(i)
+        hops = topo.paths[i]
+        for direction, addr, order in (("out", dst, hops), ("back", src, hops[::-1])):
+            seen = [sw for sw in topo.switches() if addr in table[sw]]
+            assert sorted(seen) == sorted(order), (i, direction, seen)
+            for here, there in zip(order, order[1:]):
+                assert [h.peer for h in table[here][addr]] == [there], (i, direction, here)
+            end = table[order[-1]][addr]
+            assert [h.peer for h in end] == ["h2" if direction == "out" else "h1"]
+
+
+def test_a_path_off_the_testbeds_links_is_refused():
+    with pytest.raises(ValueError, match="path 1 a1-b2"):
+        Provisioned(paths=(("a1", "b2"),))
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(local_bw_mbps=0.0), "--local-bw 0"),
+    (dict(time_s=20.0, settle_s=19.5), "--settle 19.5"),
+    (dict(schemes=()), "--schemes"),
+    (dict(schemes=("tcp", "mptcp2")), "mptcp2"),
+])
+def test_bad_settings_are_refused(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        ProvisionedConfig(**kwargs).validate()
+
+
+@pytest.mark.skipif(netem_available(), reason="this kernel has sch_netem: openflow can delay")
+def test_openflow_with_delay_is_refused_without_netem():
+    with pytest.raises(ConfigError, match="no sch_netem"):
+        ProvisionedConfig(fabric="openflow").validate()
+    ProvisionedConfig(fabric="openflow", long=LinkParams(delay_ms=0)).validate()
+
+
+def switch_sent(net: Network) -> dict[str, int]:
+    """Bytes every switch interface has sent (on openflow the switches share
+    namespaces; interface names are unique either way)."""
+    sent = {}
+    for sw in net.topo.switches():
+        for name, (_, tx) in read_dev_bytes(net.fabric.pid(sw)).items():
+            if name.split("-")[0] in net.topo.switches():
+                sent[name] = tx
+    return sent
+
+
+def link_intf(topo: Provisioned, here: str, there: str) -> str:
+    return next(i.name for i in topo.interfaces(here) if i.peer == there)
+
+
+@needs_root
+@pytest.mark.parametrize("fabric", ["l3", "openflow"])
+def test_each_path_carries_its_flow_on_exactly_its_links(fabric, tmp_path, no_leftovers):
+    """TCP on one path at a time, 3 s each: the switch ports on its links
+    sent at least 90 % of what h1 put on the path, the switch-to-switch
+    ports off it less than 5 % (ACKs and ARP only), on the kernel-routing
+    fabric and with the controller's flow entries."""
+    topo = Provisioned(long=LinkParams(bw_mbps=10), local=LinkParams(bw_mbps=10))
+    with Network(topo, LinkParams(), "reno", fabric=fabric) as net:
+        for i in range(4):
+            src, dst = topo.path_addresses(i)
+            flow = FlowEndpoints(i, "h1", "h2", src, dst, CLIENT_PORT_BASE + i, SERVER_PORT_BASE)
+            before, h1_before = switch_sent(net), read_dev_bytes(net.fabric.pid("h1"))
+            [out] = net.driver.run([flow], False, 3, tmp_path / str(i), bind_servers=False)
+            after, h1_after = switch_sent(net), read_dev_bytes(net.fabric.pid("h1"))
+            assert out.error is None and out.goodput_mbps > 5, (i, out)
+            put = h1_after[f"h1-eth{i}"][1] - h1_before[f"h1-eth{i}"][1]
+            on = {link_intf(topo, a, b) for a, b in topo.path_links(i)}
+            off = {link_intf(topo, a, b) for a, b in SWITCH_LINKS | {(b, a) for a, b in SWITCH_LINKS}} - on
+            for name in on:
+                assert after[name] - before[name] >= 0.9 * put, (i, name, after[name] - before[name], put)
+            for name in off:
+                assert after[name] - before[name] < 0.05 * put, (i, name, after[name] - before[name], put)
+
+
+@needs_root
+def test_small_run_writes_records_and_the_figure(tmp_path, no_leftovers):
+    """MPTCP over the four paths for 8 s: every path carries data, the
+    connection has its four subflows, and the figure and report are drawn."""
+    results = tmp_path / "results"
+    done = subprocess.run(
+        [str(ROOT / "run_mptcp.sh"), "provisioned", "--schemes", "mptcp", "--time", "8",
+         "--settle", "2", "--delay", "5", "--cc", "reno", "--results", str(results)],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    record = json.loads((results / "provisioned-l3/mptcp/run.json").read_text())
+    assert record["valid"], record["flags"]
+    assert record["subflows_established"] == 4
+    assert all(v and v > 0.5 for v in record["settled_path_mbps"].values()), record["settled_path_mbps"]
+    assert 0 < record["disjoint_share"] < 1
+    assert (results / "plots/provisioned-l3.png").stat().st_size > 10000
+    assert "## Provisioned paths" in (results / "report.md").read_text()
+
+
+def write_run(results, name: str, scheme: str, sent: dict[str, list[float]], valid: bool = True):
+    d = results / "provisioned-l3" / name
+    d.mkdir(parents=True)
+    settled = {p: sum(s[2:]) / len(s[2:]) for p, s in sent.items()}
+    total = sum(settled.values())
+    d.joinpath("run.json").write_text(json.dumps({
+        "config": {"scheme": scheme, "cc": "lia", "fabric": "l3", "bw_mbps": 10, "delay_ms": 20,
+                   "queue_pkts": 100, "local_bw_mbps": 10, "settle_s": 2, "time_s": 6},
+        "goodput_mbps": total, "per_second_mbps": [total] * 6, "path_sent_mbps": sent,
+        "settled_path_mbps": settled, "disjoint_share": (settled["p1"] + settled["p2"]) / total,
+        "time_to_90pct_s": 2, "valid": valid, "flags": [] if valid else ["subflows_missing"]}))
+
+
+def test_figure_and_report_from_records(tmp_path):
+    import plot
+    write_run(tmp_path, "mptcp", "mptcp", {"p1": [8] * 6, "p2": [8] * 6, "p3": [2] * 6, "p4": [2] * 6})
+    write_run(tmp_path, "uncoupled", "uncoupled", {"p1": [5] * 6, "p2": [5] * 6, "p3": [5] * 6,
+                                                   "p4": [5] * 6}, valid=False)
+    drawing = plot.draw_all(tmp_path)
+    drawn = drawing.others["provisioned-l3"]
+    assert drawn.data["mptcp"]["disjoint_share"] == 0.8
+    assert drawn.data["uncoupled"]["valid"] is False and drawn.mentions("subflows_missing")
+    report = (tmp_path / "report.md").read_text()
+    assert "| mptcp | lia | 20.00 | 8.00 / 8.00 / 2.00 / 2.00 | 80% | 2 s |" in report
+    assert "| uncoupled ! |" in report
