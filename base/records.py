@@ -14,7 +14,7 @@ drawn without the harness's dependencies.
     <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
     <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
     <results>/manytoone/bcube<n>-<k>/<scheme>/reads/          BCube many-to-one
-    <results>/provisioned-<fabric>/<scheme>/                  provisioned paths (E10)
+    <results>/provisioned-<fabric>[-order<paths>]/<scheme>/   provisioned paths (E10)
     <results>/model/                                          the subflow model (Fig. 6)
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
@@ -57,8 +57,8 @@ def topologies_run(results: Path, topology: str, subflows: int) -> Path:
     return results / "topologies" / topology / "permutation" / f"flows{subflows}"
 
 
-def provisioned_run(results: Path, fabric: str, scheme: str) -> Path:
-    return results / f"provisioned-{fabric}" / scheme
+def provisioned_run(results: Path, fabric: str, variant: str, scheme: str) -> Path:
+    return results / (f"provisioned-{fabric}-{variant}" if variant else f"provisioned-{fabric}") / scheme
 
 
 def filesize_run(results: Path, link: str, scheme: str, size_pkts: int) -> Path:

@@ -21,11 +21,16 @@ Schemes, one long flow each, on one network:
   to reach 90 % of its final rate;
 * `tcp`: single-path TCP (reno), one run per path.
 
+The initial subflow opens on the first path of `order` (1 by default) and the
+joins follow in that order: with coupled congestion control which path
+starts first turned out to matter (README, E10).
+
 The testbed saw MPTCP with coupled congestion control settle on the two
 link-disjoint paths after a while. What each run measures towards that:
 the share of h1's bytes on the disjoint paths after `settle_s`.
 
-Results: results/provisioned-<fabric>/<scheme>/run.json (tcp: tcp_p1..p4).
+Results: results/provisioned-<fabric>/<scheme>/run.json (tcp: tcp_p1..p4);
+another order: results/provisioned-<fabric>-order<paths>/.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ import time
 from pathlib import Path
 
 from dctopo import Provisioned
+from emulator.delayline import stats_delta
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from experiments.config.provisioned import DISJOINT, ProvisionedConfig, ProvisionedPoint
@@ -48,12 +54,20 @@ SCHEME_LABELS = {"tcp": "TCP", "mptcp": "MPTCP, 4 paths", "uncoupled": "uncouple
 # first second at or above this share of it.
 REACHED = 0.9
 QUIET_S, QUIET_TIMEOUT_S = 0.5, 10.0
+# A run is flagged delay_line_late when more than this share (%) of its
+# packets left the delay line over 10 ms late (host contention): a quarter of
+# the paths' 40 ms round trip, as E4 flags at half its WiFi RTT.
+LATE_PCT_FLAG = 1.0
 
 
 class ProvisionedNetwork(Network):
     def __init__(self, cfg: ProvisionedConfig):
         super().__init__(Provisioned(long=cfg.long, local=cfg.local), cfg.long, cfg.cc,
                          seed=cfg.seed, fabric=cfg.fabric)
+
+    def delay_line_snapshot(self) -> list[dict]:
+        line = self.fabric.delay_line
+        return line.snapshot() if line is not None else []
 
     def sent_bytes(self) -> dict[str, int]:
         return {name: sent for name, (_, sent) in read_dev_bytes(self.fabric.pid("h1")).items()}
@@ -94,7 +108,8 @@ class ProvisionedExperiment(Experiment):
         cfg = self.cfg
         return (f"provisioned (E10): 4 paths over 2 long links of {cfg.long.bw_mbps:g} Mb/s, "
                 f"{cfg.long.delay_ms:g} ms one way; local links {cfg.local.bw_mbps:g} Mb/s; "
-                f"fabric {cfg.fabric}; {cfg.time_s:g} s per run, path shares after {cfg.settle_s:g} s")
+                f"fabric {cfg.fabric}; {cfg.time_s:g} s per run, path shares after {cfg.settle_s:g} s; "
+                f"MPTCP opens its subflows on paths {','.join(str(i + 1) for i in cfg.order)} in turn")
 
     def describe(self, p: ProvisionedPoint) -> str:
         where = f" on path {p.path + 1}" if p.scheme == "tcp" else ""
@@ -121,6 +136,7 @@ class ProvisionedExperiment(Experiment):
             net.pm.expand("h1", (src, port), (dst, SERVER_PORT_BASE), len(p.paths),
                           paths=[topo.path_addresses(i) for i in p.paths[1:]])
         rates = InterfaceRates(net.fabric.pid("h1"))
+        line_before = net.delay_line_snapshot()
         try:
             [outcome] = net.driver.run([flow], mptcp, cfg.time_s, folder, on_started=rates.start,
                                        warmup_s=0.0, bind_servers=False)
@@ -128,7 +144,13 @@ class ProvisionedExperiment(Experiment):
             rates.stop()
         conn = client_connections(net.pm).get(flow_key(flow))
         established = conn.subflows_established if conn else (1 if outcome.goodput_mbps else 0)
-        return self._record(net, p, outcome, rates, established, quiet)
+        record = self._record(net, p, outcome, rates, established, quiet)
+        # Where the links' delay comes from the userspace delay line (no
+        # sch_netem), how late it released packets.
+        record["delay_line"] = stats_delta(line_before, net.delay_line_snapshot())
+        if record["delay_line"]["late_over_10ms_pct"] > LATE_PCT_FLAG:
+            record["flags"].append("delay_line_late")
+        return record
 
     def _record(self, net: ProvisionedNetwork, p: ProvisionedPoint, outcome, rates: InterfaceRates,
                 established: int, quiet: bool) -> dict:
@@ -154,6 +176,7 @@ class ProvisionedExperiment(Experiment):
         return {
             "config": {
                 "scheme": p.scheme, "path": p.path, "paths": [i + 1 for i in p.paths],
+                "order": [i + 1 for i in p.order],
                 "cc": self.sender_cc(p), "fabric": cfg.fabric, "bw_mbps": cfg.long.bw_mbps,
                 "delay_ms": cfg.long.delay_ms, "queue_pkts": cfg.long.queue_pkts,
                 "local_bw_mbps": cfg.local.bw_mbps, "time_s": cfg.time_s,

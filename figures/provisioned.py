@@ -102,10 +102,12 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
         ax.legend(loc="lower right", fontsize=7, ncol=4)
     axes[-1].set_xlabel("seconds since the flow started (shaded: before the shares are counted)")
     c = first["config"]
+    order = ",".join(map(str, c.get("order", [1, 2, 3, 4])))
     fig.suptitle(f"Provisioned paths (TNC 2013 testbed): 2 long links of {c['bw_mbps']:g} Mb/s, "
-                 f"{c['delay_ms']:g} ms one way, local links {c['local_bw_mbps']:g} Mb/s, "
-                 f"{c['queue_pkts']} pkt queues; fabric {c['fabric']}.\nPaths 1, 2 (solid) are "
-                 f"link-disjoint; 3, 4 (dashed) share long links 2, 1 with them", fontsize=9)
+                 f"{c['delay_ms']:g} ms one way; local links {c['local_bw_mbps']:g} Mb/s; "
+                 f"{c['queue_pkts']} pkt queues\nfabric {c['fabric']}; MPTCP's subflows opened on "
+                 f"paths {order} in turn. Paths 1, 2 (solid) are link-disjoint;\n3 and 4 (dashed) "
+                 "share long links 2 and 1 with them", fontsize=9)
     notes = ("INVALID: " + "; ".join(flagged)) if flagged else ""
     return save_figure(fig, out, lambda _fig: shown, notes, wrap=130, reserve=0.04)
 

@@ -296,6 +296,9 @@ def provisioned_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", type=finite, default=d.time_s, help="seconds per run (%(default)s)")
     p.add_argument("--settle", type=finite, default=d.settle_s,
                    help="seconds before the paths' shares are counted (%(default)s)")
+    p.add_argument("--order", default="1,2,3,4",
+                   help="the order MPTCP opens its subflows on the paths, the first one the "
+                        "initial subflow's (%(default)s; another order goes to a folder of its own)")
     add_seed_option(p, d.seed, "seed")
     add_cc_option(p)
     add_fabric_option(p, d.fabric)
@@ -306,7 +309,7 @@ def provisioned_parser() -> argparse.ArgumentParser:
 provisioned_config_from_args = _own_config_command(provisioned_parser, lambda a, cc: ProvisionedConfig(
     schemes=name_list(a.schemes), long=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue, delay_ms=a.delay),
     local_bw_mbps=a.local_bw, time_s=a.time, settle_s=a.settle, seed=a.seed, fabric=a.fabric, cc=cc,
-    results=Path(a.results)))
+    order=tuple(i - 1 for i in number_list(a.order, "--order", int)), results=Path(a.results)))
 
 
 def shortflows_parser() -> argparse.ArgumentParser:

@@ -53,6 +53,7 @@ def test_a_path_off_the_testbeds_links_is_refused():
     (dict(time_s=20.0, settle_s=19.5), "--settle 19.5"),
     (dict(schemes=()), "--schemes"),
     (dict(schemes=("tcp", "mptcp2")), "mptcp2"),
+    (dict(order=(0, 1, 2, 2)), "--order 1,2,3,3"),
 ])
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -64,6 +65,15 @@ def test_openflow_with_delay_is_refused_without_netem():
     with pytest.raises(ConfigError, match="no sch_netem"):
         ProvisionedConfig(fabric="openflow").validate()
     ProvisionedConfig(fabric="openflow", long=LinkParams(delay_ms=0)).validate()
+
+
+def test_another_subflow_order_goes_to_its_own_folder(tmp_path):
+    from experiments.config import ProvisionedPoint
+    cfg = ProvisionedConfig(order=(2, 3, 0, 1), results=tmp_path)
+    mptcp, disjoint = [p for p in cfg.points() if p.scheme in ("mptcp", "mptcp_disjoint")]
+    assert mptcp.paths == (2, 3, 0, 1) and disjoint.paths == (0, 1)
+    assert mptcp.run_dir(tmp_path, "l3") == tmp_path / "provisioned-l3-order3412/mptcp"
+    assert ProvisionedPoint("mptcp").run_dir(tmp_path, "l3") == tmp_path / "provisioned-l3/mptcp"
 
 
 def switch_sent(net: Network) -> dict[str, int]:
@@ -104,6 +114,26 @@ def test_each_path_carries_its_flow_on_exactly_its_links(fabric, tmp_path, no_le
                 assert after[name] - before[name] >= 0.9 * put, (i, name, after[name] - before[name], put)
             for name in off:
                 assert after[name] - before[name] < 0.05 * put, (i, name, after[name] - before[name], put)
+        # One MPTCP connection, a subflow per path: each switch-to-switch
+        # port sent what h1 put on the paths that cross it (plus the ACKs of
+        # the path that crosses it the other way: under 10 %).
+        src, dst = topo.path_addresses(0)
+        port = CLIENT_PORT_BASE + 4
+        net.pm.expand("h1", (src, port), (dst, SERVER_PORT_BASE), 4,
+                      paths=[topo.path_addresses(i) for i in (1, 2, 3)])
+        flow = FlowEndpoints(4, "h1", "h2", src, dst, port, SERVER_PORT_BASE)
+        before, h1_before = switch_sent(net), read_dev_bytes(net.fabric.pid("h1"))
+        [out] = net.driver.run([flow], True, 4, tmp_path / "mptcp", bind_servers=False)
+        after, h1_after = switch_sent(net), read_dev_bytes(net.fabric.pid("h1"))
+        assert out.error is None, out
+        put = [h1_after[f"h1-eth{i}"][1] - h1_before[f"h1-eth{i}"][1] for i in range(4)]
+        assert all(p > 0.5e6 for p in put), put      # every subflow carried data
+        for i in range(4):
+            for a, b in topo.path_links(i):
+                name = link_intf(topo, a, b)
+                expected = sum(put[j] for j in range(4) if (a, b) in topo.path_links(j))
+                got = after[name] - before[name]
+                assert 0.95 * expected <= got <= 1.1 * expected, (i, name, got, expected, put)
 
 
 @needs_root

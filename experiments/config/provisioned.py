@@ -25,13 +25,18 @@ LONG_DELAY_MS = 20.0
 
 @dataclass(frozen=True)
 class ProvisionedPoint:
-    """One run: a scheme, and for "tcp" the one path it takes."""
+    """One run: a scheme, and for "tcp" the one path it takes; an MPTCP
+    connection opens its subflows on its paths in the order of `order`."""
     scheme: str
     path: int | None = None
+    order: tuple[int, ...] = ALL_PATHS
 
     @property
     def paths(self) -> tuple[int, ...]:
-        return (self.path,) if self.scheme == "tcp" else PATHS_OF_SCHEME[self.scheme]
+        """Its paths, the first one the initial subflow's."""
+        if self.scheme == "tcp":
+            return (self.path,)
+        return tuple(i for i in self.order if i in PATHS_OF_SCHEME[self.scheme])
 
     @property
     def label(self) -> str:
@@ -39,7 +44,13 @@ class ProvisionedPoint:
         return f"tcp_p{self.path + 1}" if self.scheme == "tcp" else self.scheme
 
     def run_dir(self, results: Path, fabric: str) -> Path:
-        return records.provisioned_run(results, fabric, self.label)
+        return records.provisioned_run(results, fabric, order_label(self.order), self.label)
+
+
+def order_label(order: tuple[int, ...]) -> str:
+    """"" for the paths' own order, else "order3412" (1-based): runs with
+    another subflow order go to a folder (and figure) of their own."""
+    return "" if tuple(order) == ALL_PATHS else "order" + "".join(str(i + 1) for i in order)
 
 
 @dataclass(frozen=True)
@@ -50,6 +61,7 @@ class ProvisionedConfig:
     local_bw_mbps: float | None = None      # None: the long links' rate
     time_s: float = 90.0
     settle_s: float = 30.0                  # the path shares count after this
+    order: tuple[int, ...] = ALL_PATHS      # the order MPTCP opens subflows on the paths
     seed: int = 0
     fabric: str = "l3"
     cc: str = field(default_factory=machine_cc)     # the MPTCP schemes' sender; uncoupled: reno
@@ -76,6 +88,9 @@ class ProvisionedConfig:
             raise ConfigError(f"--fabric {self.fabric} with --delay {self.long.delay_ms:g}: this "
                               "kernel has no sch_netem, and the openflow fabric's switches can "
                               "delay nothing without it; use --fabric l3 or --delay 0")
+        if sorted(self.order) != list(ALL_PATHS):
+            raise ConfigError(f"--order {','.join(str(i + 1) for i in self.order)}: give each of "
+                              "the paths 1,2,3,4 once")
         if not 0 <= self.settle_s < self.time_s - 1:
             raise ConfigError(f"--settle {self.settle_s:g}: must be within 0 and the run's "
                               f"length less a second ({self.time_s:g} s)")
@@ -83,6 +98,6 @@ class ProvisionedConfig:
     def points(self) -> list[ProvisionedPoint]:
         out: list[ProvisionedPoint] = []
         for s in self.schemes:
-            out += ([ProvisionedPoint("tcp", p) for p in ALL_PATHS] if s == "tcp"
-                    else [ProvisionedPoint(s)])
+            out += ([ProvisionedPoint("tcp", p, self.order) for p in ALL_PATHS] if s == "tcp"
+                    else [ProvisionedPoint(s, order=self.order)])
         return out
