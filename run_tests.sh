@@ -13,4 +13,16 @@ cd "$here"
 # A hang guard, not a speed target: the host suite took 1100-1140 s on the
 # machines of earlier rounds and 1384 s on a slower one of the same class
 # (clean-clone CI, 2026-11-26); the guests run the guest-marked subset.
-exec timeout 2400 "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider "$@" tests
+# The whole suite unless the arguments name what to run (a path, or a test
+# id path::name): `./run_tests.sh tests/test_lock.py` runs that file only. A
+# path given as an option's value (`--deselect tests/x.py`) names nothing.
+targets=(tests)
+prev=""
+for arg in "$@"; do
+  case "$prev" in
+    --deselect|--ignore|--ignore-glob|-k|-m|-p|-c|-o|--rootdir|--confcutdir) ;;
+    *) case "$arg" in -*) ;; *) [ -e "${arg%%::*}" ] && targets=() ;; esac ;;
+  esac
+  prev=$arg
+done
+exec timeout 2400 "$here/.venv/bin/python" -m pytest -q -p no:cacheprovider "$@" "${targets[@]}"
