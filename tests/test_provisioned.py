@@ -180,3 +180,13 @@ def test_figure_and_report_from_records(tmp_path):
     report = (tmp_path / "report.md").read_text()
     assert "| mptcp | lia | 20.00 | 8.00 / 8.00 / 2.00 / 2.00 | 80% | 2 s |" in report
     assert "| uncoupled ! |" in report
+
+
+@pytest.mark.skipif(netem_available(), reason="this kernel has sch_netem: openflow can delay")
+def test_the_openflow_fabric_refuses_delayed_links_without_netem():
+    """Before anything is built: the delay line never sees what Open vSwitch
+    forwards, so a delayed link would carry no delay (or nothing)."""
+    from emulator.fabrics.openflow import OpenFlowFabric
+    with pytest.raises(ValueError, match="need sch_netem"):
+        OpenFlowFabric(Provisioned(), LinkParams())
+    OpenFlowFabric(Provisioned(long=LinkParams(delay_ms=0)), LinkParams())

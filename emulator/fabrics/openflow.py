@@ -85,6 +85,14 @@ class OpenFlowFabric(Fabric):
                              "only the l3 fabric routes")
         if mode not in MODES:
             raise ValueError(f"unknown controller mode {mode!r}: {', '.join(MODES)}")
+        if self.delay_backend == "nfqueue" and any(
+                (info.get("link") or link).impaired for *_, info in topo.links(withInfo=True)):
+            # The delay line takes what a namespace's IP stack receives; Open
+            # vSwitch forwards between switch ports below it, and the switches
+            # share namespaces, so their ports' queues would collide too.
+            raise ValueError(f"{type(topo).__name__}: links with delay or loss need sch_netem on "
+                             "the openflow fabric, and this kernel has none (the l3 fabric "
+                             "delays them with its delay line)")
         self.mode = mode
         self.idle_timeout_s = idle_timeout_s
         self.datapath = "system" if kernel_datapath_available() else "netdev"
