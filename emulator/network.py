@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from pathlib import Path
 
 from dctopo import DCTopo
@@ -30,6 +31,8 @@ from kernel.mptcp_pm import UserspacePM
 # `ss -K` can time out on a machine still busy with the run's last packets.
 ABORT_ATTEMPTS = 3
 SS_TIMEOUT_S = 5
+# wait_quiet(): counters unchanged this long mean the links are idle.
+QUIET_S, QUIET_TIMEOUT_S = 0.5, 10.0
 
 log = logging.getLogger(__name__)
 
@@ -138,3 +141,24 @@ class Network:
 
     def health_flags(self) -> list[str]:
         return list(self.health_problems())
+
+    def delay_line_snapshot(self) -> list[dict]:
+        """The delay line's counters per queue ([] where no link has one)."""
+        line = self.fabric.delay_line
+        return line.snapshot() if line is not None else []
+
+    def wait_quiet(self, read_counters, quiet_s: float = QUIET_S,
+                   timeout_s: float = QUIET_TIMEOUT_S) -> bool:
+        """Wait until `read_counters()` (e.g. a host's interface byte counts)
+        stays the same for `quiet_s`: until the previous run's packets, still
+        queued or still sent by a closed connection's buffers, are through,
+        so that the next run does not count them. False if it never did."""
+        deadline = time.monotonic() + timeout_s
+        last = read_counters()
+        while time.monotonic() < deadline:
+            time.sleep(quiet_s)
+            now = read_counters()
+            if now == last:
+                return True
+            last = now
+        return False

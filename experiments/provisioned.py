@@ -35,7 +35,6 @@ another order: results/provisioned-<fabric>-order<paths>/.
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 
 from dctopo import Provisioned
@@ -53,7 +52,6 @@ SCHEME_LABELS = {"tcp": "TCP", "mptcp": "MPTCP, 4 paths", "uncoupled": "uncouple
 # A run's final rate is its mean over the last third; it "reached" it at the
 # first second at or above this share of it.
 REACHED = 0.9
-QUIET_S, QUIET_TIMEOUT_S = 0.5, 10.0
 # A run is flagged delay_line_late when more than this share (%) of its
 # packets left the delay line over 10 ms late (host contention): a quarter of
 # the paths' 40 ms round trip, as E4 flags at half its WiFi RTT.
@@ -65,27 +63,9 @@ class ProvisionedNetwork(Network):
         super().__init__(Provisioned(long=cfg.long, local=cfg.local), cfg.long, cfg.cc,
                          seed=cfg.seed, fabric=cfg.fabric)
 
-    def delay_line_snapshot(self) -> list[dict]:
-        line = self.fabric.delay_line
-        return line.snapshot() if line is not None else []
-
     def sent_bytes(self) -> dict[str, int]:
+        """What h1 has sent on each interface: one per path."""
         return {name: sent for name, (_, sent) in read_dev_bytes(self.fabric.pid("h1")).items()}
-
-    def wait_quiet(self, timeout: float = QUIET_TIMEOUT_S) -> bool:
-        """Wait until h1 has sent nothing for QUIET_S: a connection iperf3
-        has closed still sends what its buffers hold (the first runs here:
-        4 Mb/s on paths 3 and 4 in the next run's first second), and that
-        must not count as the next run's. False if it never went quiet."""
-        deadline = time.monotonic() + timeout
-        last = self.sent_bytes()
-        while time.monotonic() < deadline:
-            time.sleep(QUIET_S)
-            now = self.sent_bytes()
-            if now == last:
-                return True
-            last = now
-        return False
 
 
 class ProvisionedExperiment(Experiment):
@@ -124,7 +104,10 @@ class ProvisionedExperiment(Experiment):
     def run_point(self, net: ProvisionedNetwork, p: ProvisionedPoint, folder: Path) -> dict:
         cfg, topo = self.cfg, net.topo
         mptcp = p.scheme != "tcp"
-        quiet = net.wait_quiet()
+        # A connection iperf3 has closed still sends what its buffers hold (the
+        # first runs here: 4 Mb/s on paths 3 and 4 in the next run's first
+        # second); that is not the next run's.
+        quiet = net.wait_quiet(net.sent_bytes)
         net.set_cc("h1", self.sender_cc(p))
         src, dst = topo.path_addresses(p.paths[0])
         port = CLIENT_PORT_BASE + self.runs_done

@@ -26,7 +26,6 @@ Results: results/wifi3g/<sweep>/<scheme>/<value>/run.json, one per point.
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 
 from dctopo import WiFi3G
@@ -45,7 +44,6 @@ from kernel import transport
 # the WiFi path's RTT, enough to distort what the run measured.
 LATE_PCT_FLAG = 1.0
 SENDER_WMEM_MAX = 32 << 20
-QUIET_S, QUIET_TIMEOUT_S = 0.5, 10.0
 PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi", "mptcp_penalized": "wifi"}
 SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP",
                  "mptcp_penalized": "MPTCP + penalization (liap)"}
@@ -80,23 +78,6 @@ class Wifi3GNetwork(Network):
     def set_receive_buffer(self, kb: int) -> None:
         size = kb * 1024
         self.sysctl("h2", {"net.ipv4.tcp_rmem": f"4096 {size} {size}"})
-
-    def wait_quiet(self, timeout: float = QUIET_TIMEOUT_S) -> None:
-        """Wait until nothing has arrived at the receiver for QUIET_S: the
-        previous run's packets still queued on the 3G path (up to 2 s of
-        them) must not be counted as this run's."""
-        deadline = time.monotonic() + timeout
-        last = self.rx_bytes()
-        while time.monotonic() < deadline:
-            time.sleep(QUIET_S)
-            now = self.rx_bytes()
-            if now == last:
-                return
-            last = now
-
-    def delay_line_snapshot(self) -> list[dict]:
-        line = self.fabric.delay_line
-        return line.snapshot() if line is not None else []
 
     def rx_bytes(self) -> dict[str, int]:
         """Bytes the receiver has taken in on each path's interface."""
@@ -136,7 +117,9 @@ class Wifi3GExperiment(Experiment):
         flow = FlowEndpoints(0, "h1", "h2", src_ip, dst_ip,
                              CLIENT_PORT_BASE + self.runs_done, SERVER_PORT_BASE)
         self.runs_done += 1
-        net.wait_quiet()
+        # The previous run's packets still queued on the 3G path (up to 2 s
+        # of them) must not be counted as this run's.
+        net.wait_quiet(net.rx_bytes)
         net.set_receive_buffer(p.buffer_kb)
         net.pm.reset()
         net.pm.forget_expansions()
