@@ -110,7 +110,6 @@ class TwoPaths(DCTopo):
 # nothing else; P3 and P4 cross the local link between the sender's two
 # switches (in opposite directions) and then the long link of P2 and of P1.
 PROVISIONED_PATHS = (("a1", "b1"), ("a2", "b2"), ("a1", "a2", "b2"), ("a2", "a1", "b1"))
-DISJOINT_PATHS = (0, 1)
 
 
 class Provisioned(DCTopo):

@@ -20,10 +20,11 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from experiments.config.shortflows import FILE_BYTES
-from harness.shared_options import (PROG, OneLineParser, add_cc_option,
+from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
                                     add_fabric_option, add_link_options, add_long_flow_options,
                                     add_name_list, add_number_list, add_rack_sweep_options,
                                     add_results_options, add_seed_option, add_timing_options,
+                                    delayed_link,
                                     finite, long_flow_command, name_list, number_list,
                                     resolve_cc, shared_config, subcommand_parser)
 
@@ -248,12 +249,7 @@ def filesize_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=d.repeats,
                    help="transfers per size and scheme, one at a time; the point is their median "
                         "(%(default)s)")
-    p.add_argument("--bw", type=finite, default=d.link.bw_mbps,
-                   help="rate of each path in Mb/s (%(default)s)")
-    p.add_argument("--delay", type=finite, default=d.link.delay_ms,
-                   help="one-way delay of each path in ms (%(default)s)")
-    p.add_argument("--queue", type=int, default=d.link.queue_pkts,
-                   help="queue length in packets (%(default)s)")
+    add_delayed_link_options(p, d.link, "each path")
     add_seed_option(p, d.seed, "seed")
     add_cc_option(p)
     add_results_options(p)
@@ -277,7 +273,7 @@ def _own_config_command(make_parser, build):
 filesize_config_from_args = _own_config_command(filesize_parser, lambda a, cc: FilesizeConfig(
     sizes_pkts=number_list(a.sizes, "--sizes", int), schemes=name_list(a.schemes), repeats=a.repeats,
     seed=a.seed, cc=cc, results=Path(a.results),
-    link=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue, delay_ms=a.delay)))
+    link=delayed_link(a)))
 
 
 def provisioned_parser() -> argparse.ArgumentParser:
@@ -285,12 +281,7 @@ def provisioned_parser() -> argparse.ArgumentParser:
     p = subcommand_parser("provisioned", "E10 (van der Pol et al., TNC 2013): MPTCP over four provisioned paths, two of "
                                          "them link-disjoint, over two long links.")
     add_name_list(p, "--schemes", d.schemes, PROVISIONED_SCHEMES)
-    p.add_argument("--bw", type=finite, default=d.long.bw_mbps,
-                   help="rate of each long link in Mb/s (%(default)s)")
-    p.add_argument("--delay", type=finite, default=d.long.delay_ms,
-                   help="one-way delay of each long link in ms (%(default)s)")
-    p.add_argument("--queue", type=int, default=d.long.queue_pkts,
-                   help="queue length of the long and local links in packets (%(default)s)")
+    add_delayed_link_options(p, d.long, "each long link", " of the long and local links")
     p.add_argument("--local-bw", type=finite, default=None,
                    help="rate of the link between a site's two switches in Mb/s (that of the long links)")
     p.add_argument("--time", type=finite, default=d.time_s, help="seconds per run (%(default)s)")
@@ -307,7 +298,7 @@ def provisioned_parser() -> argparse.ArgumentParser:
 
 
 provisioned_config_from_args = _own_config_command(provisioned_parser, lambda a, cc: ProvisionedConfig(
-    schemes=name_list(a.schemes), long=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue, delay_ms=a.delay),
+    schemes=name_list(a.schemes), long=delayed_link(a),
     local_bw_mbps=a.local_bw, time_s=a.time, settle_s=a.settle, seed=a.seed, fabric=a.fabric, cc=cc,
     order=tuple(i - 1 for i in number_list(a.order, "--order", int)), results=Path(a.results)))
 

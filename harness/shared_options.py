@@ -56,6 +56,22 @@ def add_link_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
 
 
+def add_delayed_link_options(p: argparse.ArgumentParser, link: LinkParams, of: str,
+                             queue_of: str = "") -> None:
+    """--bw, --delay and --queue of an experiment whose links have a delay
+    (`of`: which links, in the help); `delayed_link(args)` reads them back."""
+    p.add_argument("--bw", type=finite, default=link.bw_mbps,
+                   help=f"rate of {of} in Mb/s (%(default)s)")
+    p.add_argument("--delay", type=finite, default=link.delay_ms,
+                   help=f"one-way delay of {of} in ms (%(default)s)")
+    p.add_argument("--queue", type=int, default=link.queue_pkts,
+                   help=f"queue length{queue_of} in packets (%(default)s)")
+
+
+def delayed_link(args: argparse.Namespace) -> LinkParams:
+    return LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, delay_ms=args.delay)
+
+
 def add_timing_options(p: argparse.ArgumentParser, time_default: float | None, time_help: str,
                        warmup_default: float | None = None,
                        warmup_help: str = WARMUP_SCALED_HELP) -> None:

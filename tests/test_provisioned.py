@@ -11,10 +11,11 @@ import pytest
 
 from base.links import LinkParams
 from base.platform import netem_available
-from dctopo import DISJOINT_PATHS, Provisioned
+from dctopo import Provisioned
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from experiments.config import ConfigError, ProvisionedConfig
+from experiments.config.provisioned import DISJOINT
 from kernel.transport import read_dev_bytes
 from tests.conftest import ROOT, needs_root
 
@@ -29,7 +30,15 @@ def test_paths_are_the_testbeds_and_the_switches_forward_along_them():
     topo = Provisioned()
     assert [topo.path_links(i) for i in range(4)] == [
         [("a1", "b1")], [("a2", "b2")], [("a1", "a2"), ("a2", "b2")], [("a2", "a1"), ("a1", "b1")]]
-    assert DISJOINT_PATHS == (0, 1)
+    # The experiment's (stdlib-only) config names the pair it counts as
+    # disjoint; the topology's own links say so: each crosses one long link
+    # only, the two have no cable in common, paths 3 and 4 share the local
+    # cable a1-a2 and each a long link with one of the pair.
+    cables = [{frozenset(hop) for hop in topo.path_links(i)} for i in range(4)]
+    a, b = DISJOINT
+    assert len(cables[a]) == len(cables[b]) == 1 and not cables[a] & cables[b]
+    assert cables[2] & cables[3] == {frozenset(("a1", "a2"))}
+    assert cables[2] & cables[b] and cables[3] & cables[a]
     table = topo.next_hops()
     for i in range(4):
         src, dst = topo.path_addresses(i)
