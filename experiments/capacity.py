@@ -18,6 +18,11 @@ where the cost comes from what this machine measured:
     such a configuration (FatTree(4) one_to_one at 10 Mb/s, the README's), and
     every sweep's MPTCP-8 runs that carry no flag (valid) add
     theirs (`learn`);
+  - where this machine's MPTCP-8 runs of the configuration only ever
+    saturated the CPU, at least what they measured: saturation caps the CPU a
+    run can show, so its cost is a floor. Without this a configuration the
+    guard wrongly accepted would be accepted again and saturate again
+    (FatTree(8) one_to_one at 2 Mb/s here: predicted 68 %, measured 88.5 %);
   - for any other, the cost per Gbit-hop *delivered* at the calibration's rate,
     as if every flow got its optimal rate. No run gets there (MPTCP-8 on
     FatTree(4) delivers 73-89 %), so this overestimates, by design, where
@@ -108,9 +113,20 @@ class Calibration:
     def measured_cost(self, k: int, workload: str, bw_mbps: float) -> tuple[float, int] | None:
         """(median core-s per Gbit-hop demanded, how many runs) of the
         configuration's MPTCP-8 runs; None where it has not been run."""
-        same = [o["per_demanded"] for o in self.observations
-                if Observation.key_of(o) == (k, workload, float(bw_mbps))]
+        same = [o["per_demanded"] for o in self._of(k, workload, bw_mbps)
+                if not o.get("saturated")]
         return (statistics.median(same), len(same)) if same else None
+
+    def cost_floor(self, k: int, workload: str, bw_mbps: float) -> float | None:
+        """The highest core-s per Gbit-hop demanded that the configuration's
+        saturated MPTCP-8 runs measured (their true cost is at least that);
+        None where none saturated."""
+        floors = [o["per_demanded"] for o in self._of(k, workload, bw_mbps) if o.get("saturated")]
+        return max(floors) if floors else None
+
+    def _of(self, k: int, workload: str, bw_mbps: float) -> list[dict]:
+        return [o for o in self.observations
+                if Observation.key_of(o) == (k, workload, float(bw_mbps))]
 
 
 @dataclass(frozen=True)
@@ -121,11 +137,13 @@ class Observation:
     bw_mbps: float
     per_demanded: float             # CPU core-s above idle per Gbit-hop the matrix demands
     per_delivered: float            # ... per Gbit-hop its flows delivered
+    saturated: bool = False         # the run saturated the CPU: both are floors
 
     def as_dict(self) -> dict:
-        return {"k": self.k, "workload": self.workload, "bw_mbps": float(self.bw_mbps),
-                "per_demanded": round(self.per_demanded, 4),
-                "per_delivered": round(self.per_delivered, 4)}
+        d = {"k": self.k, "workload": self.workload, "bw_mbps": float(self.bw_mbps),
+             "per_demanded": round(self.per_demanded, 4),
+             "per_delivered": round(self.per_delivered, 4)}
+        return {**d, "saturated": True} if self.saturated else d
 
     @property
     def key(self) -> tuple:
@@ -208,6 +226,10 @@ def cost_for(cal: Calibration, k: int, workload: str, bw_mbps: float) -> tuple[f
         cost, runs = seen
         return cost, (f"the CPU {runs} MPTCP-8 run{'s' if runs > 1 else ''} of this "
                       f"configuration measured here, {cost:.2f} core-s per Gbit-hop demanded")
+    floor = cal.cost_floor(k, workload, bw_mbps)
+    if floor is not None and floor > cal.core_s_per_gbit_hop:
+        return floor, (f"its MPTCP-8 runs here saturated the CPU: at least {floor:.2f} core-s "
+                       f"per Gbit-hop demanded")
     return cal.core_s_per_gbit_hop, (
         f"not run here yet: measured {cal.core_s_per_gbit_hop:.2f} core-s per Gbit per link "
         f"at {CALIBRATION_BW_MBPS:g} Mb/s, counting every flow at its optimal rate")
@@ -399,10 +421,12 @@ def median_is_seconded(costs: list[float]) -> bool:
     return any(max(m, c) <= REPEATS_AGREE * min(m, c) for c in others)
 
 
-def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> Observation | None:
+def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float,
+             saturated: bool = False) -> Observation | None:
     """What one run (RunConfig `rc`) cost: the CPU above idle over the
     Gbit-hops its matrix demanded and over those its flows delivered; None
-    where it carried nothing."""
+    where it carried nothing. `saturated`: the run saturated the CPU, so
+    these are floors."""
     from workloads import make_matrix
     delivered = sum(f["goodput_mbps"] * topo.path_links(f["src"], f["dst"])
                     for f in record["flows"]) / 1000.0
@@ -412,13 +436,16 @@ def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> 
     if delivered <= 0 or demanded <= 0 or busy_cores <= 0:
         return None
     return Observation(k=rc.k, workload=rc.workload, bw_mbps=rc.link.bw_mbps,
-                       per_demanded=busy_cores / demanded, per_delivered=busy_cores / delivered)
+                       per_demanded=busy_cores / demanded, per_delivered=busy_cores / delivered,
+                       saturated=saturated)
 
 
 def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
-    """What the sweep's valid MPTCP-8 runs cost. A flagged run's CPU is not
-    what its configuration needs: a saturated one's is capped, and one whose
-    flows failed to start or carry forwarded less than a working run would."""
+    """What the sweep's MPTCP-8 runs cost: the valid ones', and floors from
+    the ones that saturated the CPU. Another flagged run's CPU says nothing
+    of what the configuration needs: one whose flows failed to start or
+    carry forwarded less than a working run would, for a reason other than
+    the CPU."""
     from dctopo import FatTree
     topo, costs = FatTree(k=cfg.k), []
     for rc in cfg.runs():
@@ -430,9 +457,11 @@ def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
             steady = _mean_busy_after(run_dir / "cpu.csv", rc.warmup_s)
         except (OSError, ValueError, KeyError, CalibrationError):
             continue
-        if record.get("flags") != []:
+        flags = record.get("flags")
+        saturated = isinstance(flags, list) and "cpu_saturated" in flags
+        if flags != [] and not saturated:
             continue
-        cost = run_cost(topo, rc, record, steady, idle_pct)
+        cost = run_cost(topo, rc, record, steady, idle_pct, saturated=saturated)
         if cost:
             costs.append(cost)
     return costs
@@ -451,16 +480,16 @@ def learn(fabric: str, observed: list[Observation], say=print) -> None:
         kept.setdefault(Observation.key_of(obs), []).append(obs)
     observations = tuple(o for same in kept.values() for o in same[-OBSERVATIONS_KEPT:])
     at_calibration_rate = [o["per_delivered"] for o in observations
-                           if float(o["bw_mbps"]) == CALIBRATION_BW_MBPS]
+                           if float(o["bw_mbps"]) == CALIBRATION_BW_MBPS and not o.get("saturated")]
     new = dataclasses.replace(cal, observations=observations, core_s_per_gbit_hop=round(
         statistics.median(at_calibration_rate), 4) if at_calibration_rate else cal.core_s_per_gbit_hop)
     save(new)
     for key in sorted({o.key for o in observed}):
-        cost, runs = new.measured_cost(*key)
-        say(f"capacity: FatTree({key[0]}) {key[1]} at {key[2]:g} Mb/s measured "
-            + ", ".join(f"{o.per_demanded:.2f}" for o in observed if o.key == key)
-            + f" core-s per Gbit-hop demanded; the guard now predicts it from {cost:.2f}"
-              f" (median of {runs})")
+        seen = ", ".join(f"{o.per_demanded:.2f}{' (saturated: at least)' if o.saturated else ''}"
+                         for o in observed if o.key == key)
+        cost, basis = cost_for(new, *key)
+        say(f"capacity: FatTree({key[0]}) {key[1]} at {key[2]:g} Mb/s measured {seen} core-s "
+            f"per Gbit-hop demanded; the guard now predicts it from {cost:.2f} ({basis})")
 
 
 def _mean_busy_after(cpu_csv: Path, after_s: float) -> float:

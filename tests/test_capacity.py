@@ -124,6 +124,12 @@ def test_a_cached_calibration_learns_from_runs(tmp_path, monkeypatch):
     assert len(cal.observations) == capacity.OBSERVATIONS_KEPT + 3
     assert cal.core_s_per_gbit_hop == pytest.approx(1.0)
     assert cal.measured_cost(8, "one_to_one", 1.5) == (pytest.approx(2.25), 3)
+    # A saturated run at the calibration's rate is a floor, not a measurement
+    # of the cost used where nothing has been run.
+    capacity.learn("l3", [dataclasses.replace(observation(9.0), saturated=True)],
+                   say=lambda _: None)
+    assert capacity.load("l3").core_s_per_gbit_hop == pytest.approx(1.0)
+    assert capacity.load("l3").cost_floor(4, "one_to_one", 10) == pytest.approx(6.75)
 
 
 def test_a_configuration_run_here_is_predicted_from_the_cpu_it_measured():
@@ -215,7 +221,40 @@ def test_a_sweep_teaches_the_guard_only_its_valid_mptcp8_runs(tmp_path):
     assert (seen.k, seen.workload, seen.bw_mbps) == (4, "one_to_one", 10.0)
     assert seen.per_demanded == pytest.approx(2 * 0.6 / demanded)      # warm-up left out
     assert seen.per_delivered == pytest.approx(seen.per_demanded / 0.75)
-    for flags in (["subflows_missing"], ["cpu_saturated"], ["over_capacity"]):
+    for flags in (["subflows_missing"], ["over_capacity"]):
         flagged = cfg.replace(results=tmp_path / flags[0])
         write(flagged.results, 8, flags)
         assert capacity.observed_costs(flagged, idle_pct=0.0) == []
+    # A run that saturated the CPU measured at most what the configuration
+    # costs: kept, as a floor, whatever else it was flagged for.
+    saturated = cfg.replace(results=tmp_path / "saturated")
+    write(saturated.results, 8, ["subflows_missing", "cpu_saturated"], busy=95.0)
+    [floor] = capacity.observed_costs(saturated, idle_pct=0.0)
+    assert floor.saturated and floor.as_dict()["saturated"] is True
+    assert floor.per_demanded == pytest.approx(2 * 0.95 / demanded)
+    assert "saturated" not in seen.as_dict()
+
+
+def test_a_configuration_that_saturated_is_refused_until_a_run_of_it_is_valid():
+    """FatTree(8) one_to_one at 2 Mb/s (1.468 Gbit-hops demanded) was
+    accepted at 68 % and its MPTCP-8 run saturated the CPU (measured 1.2
+    core-s per Gbit-hop demanded, as on the development VM): the guard now
+    predicts at least that, refuses it, and suggests a lower rate. A valid
+    run of the configuration (--force) is the measurement it goes by again."""
+    cfg = SweepConfig(k=8, link=LinkParams(bw_mbps=2))
+    cal = calibration(cost=0.92)
+    before = capacity.judge(cfg, cal)
+    assert before.fits and "not run here yet" in before.reason()
+    floor = capacity.Observation(8, "one_to_one", 2.0, 1.2, 1.7, saturated=True)
+    after = capacity.judge(cfg, dataclasses.replace(cal, observations=(floor.as_dict(),)))
+    assert not after.fits and "saturated the CPU: at least 1.20" in after.reason()
+    assert after.predicted_cpu_pct == pytest.approx(100 * before.demand_gbit_hops * 1.2 / 2)
+    assert 0 < after.suggested_bw_mbps < 2
+    # A floor below what the calibration predicts never lowers a prediction.
+    low = dataclasses.replace(floor, per_demanded=0.5)
+    assert capacity.judge(cfg, dataclasses.replace(cal, observations=(low.as_dict(),))) \
+        .predicted_cpu_pct == pytest.approx(before.predicted_cpu_pct)
+    valid = capacity.Observation(8, "one_to_one", 2.0, 0.8, 1.1)
+    ran = capacity.judge(cfg, dataclasses.replace(
+        cal, observations=(floor.as_dict(), valid.as_dict())))
+    assert ran.fits and "1 MPTCP-8 run of this configuration" in ran.reason()
