@@ -29,8 +29,10 @@ TCP_RMEM = "4096 4194304 16777216"
 
 
 # Settings a kernel may lack: left out there (net.mptcp.close_timeout came
-# with Linux 6.7; Debian 12's 6.1 has none, and nothing coupled loads there).
-OPTIONAL_SYSCTLS = ("net.mptcp.close_timeout",)
+# with Linux 6.7; Debian 12's 6.1 has none, and nothing coupled loads there;
+# blackhole_timeout with 6.12, syn_retrans_before_tcp_fallback with 6.14).
+OPTIONAL_SYSCTLS = ("net.mptcp.close_timeout", "net.mptcp.blackhole_timeout",
+                    "net.mptcp.syn_retrans_before_tcp_fallback")
 
 
 def host_sysctls(cc: str) -> dict[str, str]:
@@ -51,13 +53,25 @@ def host_sysctls(cc: str) -> dict[str, str]:
         # stay in the kernel until then.
         "net.mptcp.close_timeout": str(MPTCP_CLOSE_TIMEOUT_S),
         "net.ipv4.tcp_rmem": TCP_RMEM,
+        # Since 6.12 a client whose SYN + MP_CAPABLE goes unanswered twice
+        # retries as plain TCP, and then (blackhole detection) opens plain
+        # TCP from that namespace for an hour. Both guard against middleboxes
+        # that drop MPTCP options; our fabric has none, and at low link rates
+        # a SYN waits behind full queues: FatTree(8) at 1.5 Mb/s lost 3 of
+        # 256 connections to plain TCP this way (MPCapableSYNTXDrop 3), the
+        # run flagged subflows_missing. 128: every retransmission keeps the
+        # option (Documentation/networking/mptcp-sysctl.rst); 0: no blackhole
+        # detection.
+        "net.mptcp.syn_retrans_before_tcp_fallback": "128",
+        "net.mptcp.blackhole_timeout": "0",
     }
     return {k: v for k, v in wanted.items() if k not in OPTIONAL_SYSCTLS or sysctl_exists(k)}
 
 
 RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max",
                     "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
-                    "net.mptcp.pm_type", "net.mptcp.enabled")
+                    "net.mptcp.pm_type", "net.mptcp.enabled",
+                    "net.mptcp.syn_retrans_before_tcp_fallback", "net.mptcp.blackhole_timeout")
 
 
 def read_sysctls(ns_pid: int | None, names=RECORDED_SYSCTLS) -> dict[str, str]:

@@ -1,0 +1,94 @@
+"""The hosts' kernel settings (kernel/transport.py) on a real network: an
+MPTCP connection whose SYNs are dropped stays MPTCP, as the harness needs
+at low link rates where SYNs wait behind full queues."""
+import sys
+
+import pytest
+
+from base.platform import sysctl_exists
+from tests.conftest import needs_root
+
+FALLBACK_KNOB = "net.mptcp.syn_retrans_before_tcp_fallback"
+SERVER = "10.9.0.3"
+PORT = 5599
+# SYNs dropped before the server answers: more than the kernel's default of
+# 2 retransmissions before it falls back to plain TCP.
+DROPPED_SYNS = 3
+
+# A client that opens one MPTCP connection, sends a byte and says whether the
+# socket is still MPTCP (MPTCP_INFO, SOL_MPTCP 284 / 1, fails on a fallback).
+CLIENT = f"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+s.settimeout(30)
+s.connect(("{SERVER}", {PORT}))
+s.sendall(b"x")
+try:
+    s.getsockopt(284, 1, 64)
+    print("mptcp")
+except OSError:
+    print("tcp")
+"""
+SERVER_SCRIPT = f"""
+import socket
+l = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("{SERVER}", {PORT}))
+l.listen(1)
+c, _ = l.accept()
+c.recv(1)
+"""
+
+
+@pytest.fixture
+def two_hosts(no_leftovers):
+    from base.procs import ProcessTracker
+    from emulator.fabrics.l3 import L3Fabric
+    from experiments.config import LinkParams
+    from kernel import transport
+    from tests.test_links import TwoHostsOneRouter
+    from base.procs import run
+
+    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=20, queue_pkts=20))
+    procs = ProcessTracker()
+    try:
+        fabric.start()
+        settings = transport.host_sysctls("reno")
+        for h in fabric.hosts():
+            run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in settings.items())], 10,
+                ns_pid=fabric.pid(h))
+        yield fabric, procs
+    finally:
+        procs.stop_all()
+        fabric.stop()
+
+
+@needs_root
+@pytest.mark.skipif(not sysctl_exists(FALLBACK_KNOB),
+                    reason=f"{FALLBACK_KNOB} came with Linux 6.14; earlier kernels fall back as they do")
+def test_a_connection_whose_syns_are_dropped_stays_mptcp(two_hosts):
+    """The server drops the first SYNs; the client retransmits (a second
+    apart) and, with the hosts' settings, still offers MPTCP: the connection
+    is MPTCP and the client's kernel counted no MP_CAPABLE SYN given up."""
+    from base.procs import run
+    from emulator.fabrics.common import wait_until
+    from kernel.transport import listening_ports, read_netstat
+    fabric, procs = two_hosts
+    client, server = fabric.pid("h0"), fabric.pid("h1")
+    rule = ["-p", "tcp", "--syn", "--dport", str(PORT), "-m", "limit", "--limit", "1/hour",
+            "--limit-burst", str(DROPPED_SYNS), "-j", "DROP"]
+    # The first DROPPED_SYNS SYNs match the limit (burst) and are dropped;
+    # later ones pass. No timing is involved.
+    run(["iptables", "-A", "INPUT", *rule], 10, ns_pid=server)
+    procs.spawn("server", [sys.executable, "-c", SERVER_SCRIPT], ns_pid=server)
+    assert wait_until(lambda: PORT in listening_ports(server), timeout=10)
+    before = read_netstat(client)
+    done = run([sys.executable, "-c", CLIENT], timeout=40, ns_pid=client)
+    after = read_netstat(client)
+    dropped = run(["iptables", "-L", "INPUT", "-v", "-x", "-n"], 10, ns_pid=server).stdout
+    assert f" {DROPPED_SYNS} " in dropped.splitlines()[2], dropped
+    grew = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    assert grew.get("TcpExtTCPSynRetrans", 0) >= DROPPED_SYNS, grew
+    assert grew.get("MPTcpExtMPCapableSYNTXDrop", 0) == 0, grew
+    assert grew.get("MPTcpExtMPCapableSYNACKRX", 0) == 1, grew
+    assert done.stdout.split() == ["mptcp"], done.stdout
