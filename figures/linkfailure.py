@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, draw_each, note, save_figure, section_head
+from figures.runs import FLAG_COLOR, Drawn, draw_each, figure_tables, note, save_figure
 
 SCHEMES = {"tcp_dhft": ("TCP", "#ff7f0e"), "mptcp_dhft": ("MPTCP", "#1f77b4")}
 # Lines are moving means over this many one-second samples: an MPTCP flow's
@@ -137,21 +137,14 @@ flows on the link fall to what it carries.
 
 
 def report_lines(results: Path) -> list[str]:
-    lines = []
-    for name, runs in load(results).items():
-        if not lines:
-            lines = section_head(REPORT_HEAD)
-        lines += [f"![{name}](plots/{name}.png)", "",
-                  "| scheme | all flows before / during / after, Mb/s | kept during | crossing flows "
-                  "| out of the pod, before / during | into the pod, before / during | link degraded to |",
-                  "| --- " * 7 + "|"]
-        for scheme, r in runs.items():
-            h = r["hot_link"]
-            agg, out, into = h["aggregate_mbps"], h["crossing_mbps"]["out"], h["crossing_mbps"]["in"]
-            kept = "–" if h["aggregate_kept"] is None else f"{h['aggregate_kept']:.0%}"
-            lines.append(f"| {SCHEMES[scheme][0]}{'' if r['valid'] else ' !'} | {_fmt(agg['before'])} / "
-                         f"{_fmt(agg['during'])} / {_fmt(agg['after'])} | {kept} | "
-                         f"{len(h['crossing_flows'])} | {_fmt(out['before'])} / {_fmt(out['during'])} | "
-                         f"{_fmt(into['before'])} / {_fmt(into['during'])} | {h['degraded_mbps']:g} Mb/s |")
-        lines.append("")
-    return lines
+    def row(scheme: str, r: dict) -> list[str]:
+        h = r["hot_link"]
+        agg, out, into = h["aggregate_mbps"], h["crossing_mbps"]["out"], h["crossing_mbps"]["in"]
+        kept = "–" if h["aggregate_kept"] is None else f"{h['aggregate_kept']:.0%}"
+        return [f"{SCHEMES[scheme][0]}{'' if r['valid'] else ' !'}",
+                f"{_fmt(agg['before'])} / {_fmt(agg['during'])} / {_fmt(agg['after'])}", kept,
+                str(len(h["crossing_flows"])), f"{_fmt(out['before'])} / {_fmt(out['during'])}",
+                f"{_fmt(into['before'])} / {_fmt(into['during'])}", f"{h['degraded_mbps']:g} Mb/s"]
+    return figure_tables(REPORT_HEAD, load(results), [
+        "scheme", "all flows before / during / after, Mb/s", "kept during", "crossing flows",
+        "out of the pod, before / during", "into the pod, before / during", "link degraded to"], row)

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import Drawn, draw_each, runs_by_scheme, save_figure, section_head
+from figures.runs import Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4"),
          "olia": ("OLIA", "#9467bd"), "uncoupled": ("UNCOUPLED", "#d62728")}
@@ -111,15 +111,8 @@ def paper_cell(scheme: str) -> str:
 
 
 def report_lines(results: Path) -> list[str]:
-    lines = []
-    for name, runs in load(results).items():
-        if not lines:
-            lines = section_head(REPORT_HEAD)
-        lines += [f"![{name}](plots/{name}.png)", "",
-                  "| scheme | per-host read, Mb/s | % of its interfaces | least-served host, % "
-                  "| relayed per sent | paper % |", "| --- " * 6 + "|"]
-        for scheme, r in runs.items():
-            lines.append(f"| {STYLE[scheme][0]}{'' if r.valid else ' !'} | {r.record['read_mean_mbps']:.2f} "
-                         f"| {r.pct:.1f} | {r.min_pct:.1f} | {r.relayed:.2f} | {paper_cell(scheme)} |")
-        lines.append("")
-    return lines
+    return figure_tables(REPORT_HEAD, load(results), [
+        "scheme", "per-host read, Mb/s", "% of its interfaces", "least-served host, %",
+        "relayed per sent", "paper %"], lambda scheme, r: [
+        f"{STYLE[scheme][0]}{'' if r.valid else ' !'}", f"{r.record['read_mean_mbps']:.2f}",
+        f"{r.pct:.1f}", f"{r.min_pct:.1f}", f"{r.relayed:.2f}", paper_cell(scheme)])

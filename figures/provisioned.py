@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, draw_each, note, save_figure, section_head
+from figures.runs import FLAG_COLOR, Drawn, draw_each, figure_tables, note, save_figure
 
 PANELS = {"mptcp": "MPTCP (coupled), 4 paths", "uncoupled": "uncoupled MPTCP (reno), 4 paths",
           "mptcp_disjoint": "MPTCP (coupled), the 2 disjoint paths"}
@@ -128,18 +128,11 @@ lower uncoupled). `!` marks an invalid run.
 
 
 def report_lines(results: Path) -> list[str]:
-    lines = []
-    for name, runs in load(results).items():
-        if not lines:
-            lines = section_head(REPORT_HEAD)
-        lines += [f"![{name}](plots/{name}.png)", "",
-                  "| run | cc | goodput, Mb/s | path 1 / 2 / 3 / 4 sent, Mb/s | on disjoint paths "
-                  "| 90 % of final rate after |", "| --- " * 6 + "|"]
-        for run, r in runs.items():
-            paths = " / ".join("–" if v is None else f"{v:.2f}" for v in r["settled_path_mbps"].values())
-            reached = r["time_to_90pct_s"]
-            lines.append(f"| {run}{'' if r['valid'] else ' !'} | {r['config']['cc']} | "
-                         f"{r['goodput_mbps']:.2f} | {paths} | {_pct(r['disjoint_share'])} | "
-                         f"{'–' if reached is None else f'{reached} s'} |")
-        lines.append("")
-    return lines
+    def row(run: str, r: dict) -> list[str]:
+        paths = " / ".join("–" if v is None else f"{v:.2f}" for v in r["settled_path_mbps"].values())
+        reached = r["time_to_90pct_s"]
+        return [f"{run}{'' if r['valid'] else ' !'}", r["config"]["cc"], f"{r['goodput_mbps']:.2f}",
+                paths, _pct(r["disjoint_share"]), "–" if reached is None else f"{reached} s"]
+    return figure_tables(REPORT_HEAD, load(results), [
+        "run", "cc", "goodput, Mb/s", "path 1 / 2 / 3 / 4 sent, Mb/s", "on disjoint paths",
+        "90 % of final rate after"], row)

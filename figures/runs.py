@@ -358,6 +358,21 @@ def section_head(text: str) -> list[str]:
     return [title, "", " ".join(paragraph.split()), ""]
 
 
+def figure_tables(head: str, figures: dict[str, dict], columns: list[str], row) -> list[str]:
+    """report.md lines of a section of per-figure tables: the section head
+    (`section_head`), then per figure its image and a table, one row per run
+    (`row(key, run)` gives the cells); nothing where there are no figures."""
+    if not figures:
+        return []
+    lines = section_head(head)
+    for name, runs in figures.items():
+        lines += [f"![{name}](plots/{name}.png)", "", "| " + " | ".join(columns) + " |",
+                  "| --- " * len(columns) + "|"]
+        lines += ["| " + " | ".join(row(key, run)) + " |" for key, run in runs.items()]
+        lines.append("")
+    return lines
+
+
 def save_sweep_figure(fig, out: Path, readout_data: dict, flagged: list[str], ncol: int,
                       what_is_flagged: str = "INVALID (red x)") -> "Drawn":
     """A sweep figure's legend above it, the flagged points named under it,

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import flowsizes, records
-from figures.runs import Drawn, draw_each, runs_by_scheme, save_figure, section_head
+from figures.runs import Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "uncoupled": ("UNCOUPLED", "#d62728"),
          "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
@@ -117,18 +117,12 @@ long flows 28 (TCP), 43 (EWTCP), 47 (MPTCP), 49 (UNCOUPLED) % of a link.
 
 
 def report_lines(results: Path) -> list[str]:
-    lines = []
-    for name, runs in load(results).items():
-        if not lines:
-            lines = section_head(REPORT_HEAD)
-        lines += [f"![{name}](plots/{name}.png)", "",
-                  "| long flows | files done | median ms | p90 ms | p99 ms | long flows, % of link | paper % |",
-                  "| --- " * 7 + "|"]
-        for scheme, r in runs.items():
-            s = r.record["short"]
-            cell = lambda v: "–" if v is None else f"{v:.0f}"
-            lines.append(f"| {STYLE[scheme][0]}{'' if r.valid else ' !'} | {s['completed']} of {s['files']} | "
-                         f"{cell(s['median_ms'])} | {cell(s['p90_ms'])} | {cell(s['p99_ms'])} | "
-                         f"{r.long_pct:.1f} | {PAPER_LONG_PCT[scheme]} |")
-        lines.append("")
-    return lines
+    def row(scheme: str, r) -> list[str]:
+        s = r.record["short"]
+        cell = lambda v: "–" if v is None else f"{v:.0f}"
+        return [f"{STYLE[scheme][0]}{'' if r.valid else ' !'}", f"{s['completed']} of {s['files']}",
+                cell(s["median_ms"]), cell(s["p90_ms"]), cell(s["p99_ms"]), f"{r.long_pct:.1f}",
+                str(PAPER_LONG_PCT[scheme])]
+    return figure_tables(REPORT_HEAD, load(results), [
+        "long flows", "files done", "median ms", "p90 ms", "p99 ms", "long flows, % of link",
+        "paper %"], row)
