@@ -19,7 +19,15 @@ Modes:
               every tier polarizes: every aggregation switch would send all
               of an edge uplink's flows to one core). New flows never wait.
 
-In both, ARP requests come to the controller, which answers with the
+With a schedule interval (reactive only), Hedera's Global First Fit runs
+on top (controller/firstfit.py): every interval the controller reads each
+flow's byte count at its first switch, takes flows above a tenth of the link
+rate as large, estimates their demands, and re-points a large flow's entries
+along the first of its shortest paths with room for its demand. Each round
+goes to the schedule log (one JSON line: when, how long it took, the flows
+measured, the moves made).
+
+In both modes, ARP requests come to the controller, which answers with the
 target's MAC: nothing is flooded, so there are no loops to break. Other
 traffic with no entry is dropped.
 
@@ -46,6 +54,7 @@ from os_ken.ofproto import ofproto_v1_5
 from controller import paths
 from controller.addressing import datapath_ids, host_mac, ofport
 from controller.ecmp_hash import ecmp_index, switch_seed
+from controller.firstfit import FirstFit, estimate_demands
 
 CONF = cfg.CONF
 CONF.register_cli_opts([
@@ -103,6 +112,8 @@ class EcmpController(app_manager.OSKenApp):
             self._setup(pickle.load(f))
         self._write_status()
         hub.spawn(self._heartbeat)
+        if self.scheduler is not None:
+            hub.spawn(self._schedule)
 
     def _setup(self, spec: dict) -> None:
         """Everything the handlers use, from the fabric's spec (apart from
@@ -126,6 +137,17 @@ class EcmpController(app_manager.OSKenApp):
         self.counts = {"packet_in": 0, "arp_replies": 0, "flows_routed": 0, "unroutable": 0}
         self.last_echo = 0.0
         self._status_lock = threading.Lock()
+        # First fit (None: hashing only). `routed`: each TCP flow routed from
+        # its first switch, by 5-tuple, and the path it is on; `readings`:
+        # the byte counts of its first entry, (monotonic time, bytes), the
+        # newest two.
+        self.schedule_interval: float | None = spec.get("schedule_interval_s")
+        self.scheduler = (FirstFit(capacity_bps=spec["link_bps"])
+                          if self.schedule_interval else None)
+        self.schedule_log: str | None = spec.get("schedule_log")
+        self.routed: dict[tuple, paths.Path] = {}
+        self.readings: dict[tuple, list[tuple[float, int]]] = {}
+        self._flows_lock = threading.Lock()
 
     # -- status for the harness -----------------------------------------------
     def _write_status(self) -> None:
@@ -291,21 +313,106 @@ class EcmpController(app_manager.OSKenApp):
             path = through[ecmp_index(len(through), ip.src, ip.dst, ip.proto, sport, dport,
                                       seed=self.seed)]
         hops = path[next(i for i, h in enumerate(path) if (h[0], h[1]) == here):]
-        fields = {"eth_type": ETH_IPV4, "ip_proto": ip.proto, "ipv4_src": ip.src, "ipv4_dst": ip.dst}
-        if l4 is not None:
-            kind = "tcp" if ip.proto == 6 else "udp"
-            fields.update({f"{kind}_src": sport, f"{kind}_dst": dport})
-        for sw, inp, outp in reversed(hops):    # downstream first
-            hop_dp = self.datapaths.get(sw)
-            if hop_dp is None:
-                continue
-            parser = hop_dp.ofproto_parser
-            self._flow(hop_dp, PRIO_FLOW, parser.OFPMatch(in_port=ofport(inp), **fields),
-                       [parser.OFPActionOutput(ofport(outp))], idle_timeout=self.idle_timeout)
+        key = (ip.src, ip.dst, ip.proto, sport, dport)
+        self._install(key, hops)
+        if hops == path and ip.proto == 6:
+            with self._flows_lock:
+                self.routed[key] = path
+                self.readings.pop(key, None)
         self._packet_out(dp, in_port, ofport(hops[0][2]), data)
         self.counts["flows_routed"] += 1
         if self.counts["flows_routed"] % 50 == 0:
             self._write_status()
+
+    def _install(self, key: tuple, hops: paths.Path, first_modify: bool = False) -> None:
+        """Exact-match entries for flow `key` (src, dst, proto, sport,
+        dport) along `hops`, downstream first, so no switch forwards the flow
+        to one without an entry. `first_modify`: the first switch already has
+        the flow's entry; change its output in place (its counters stay)."""
+        src, dst, proto, sport, dport = key
+        fields = {"eth_type": ETH_IPV4, "ip_proto": proto, "ipv4_src": src, "ipv4_dst": dst}
+        if sport is not None:
+            kind = "tcp" if proto == 6 else "udp"
+            fields.update({f"{kind}_src": sport, f"{kind}_dst": dport})
+        for i, (sw, inp, outp) in reversed(list(enumerate(hops))):
+            hop_dp = self.datapaths.get(sw)
+            if hop_dp is None:
+                continue
+            ofp, parser = hop_dp.ofproto, hop_dp.ofproto_parser
+            match = parser.OFPMatch(in_port=ofport(inp), **fields)
+            actions = [parser.OFPActionOutput(ofport(outp))]
+            if i == 0 and first_modify:
+                inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
+                hop_dp.send_msg(parser.OFPFlowMod(hop_dp, command=ofp.OFPFC_MODIFY_STRICT,
+                                                  priority=PRIO_FLOW, match=match, instructions=inst))
+            else:
+                self._flow(hop_dp, PRIO_FLOW, match, actions, idle_timeout=self.idle_timeout)
+
+    # -- first fit ------------------------------------------------------------------
+    def _schedule(self) -> None:
+        while True:
+            hub.sleep(self.schedule_interval)
+            try:
+                self._schedule_round()
+            except Exception:       # a bad round must not end the scheduler
+                self.logger.exception("first fit round failed")
+
+    def _schedule_round(self) -> None:
+        """Decide on the byte counts the last round asked for, carry out the
+        moves, log the round, and ask every first switch for its counts."""
+        started = time.monotonic()
+        with self._flows_lock:
+            rates = {}
+            for key, seen in self.readings.items():
+                if len(seen) == 2 and seen[1][0] > seen[0][0] and seen[1][1] > seen[0][1]:
+                    rates[key] = (seen[1][1] - seen[0][1]) * 8 / (seen[1][0] - seen[0][0])
+            current = {key: self.routed[key] for key in rates}
+        large = {k for k, r in rates.items() if r >= self.scheduler.threshold_bps}
+        demands = estimate_demands({k: (k[0], k[1]) for k in large}, self.scheduler.capacity_bps)
+        moves = self.scheduler.round(rates, {k: self._paths(k[0], k[1]) for k in large},
+                                     current, demands_bps=demands)
+        for move in moves:
+            self._install(move.flow, move.new, first_modify=True)
+            with self._flows_lock:
+                self.routed[move.flow] = move.new
+        self.counts["schedule_rounds"] = self.counts.get("schedule_rounds", 0) + 1
+        self.counts["flows_moved"] = self.counts.get("flows_moved", 0) + len(moves)
+        if self.schedule_log:
+            entry = {"time": time.time(), "decision_s": round(time.monotonic() - started, 6),
+                     "flows": len(rates), "large": len(large),
+                     "moves": [{"flow": list(m.flow), "from": [h[0] for h in m.old or ()],
+                                "to": [h[0] for h in m.new],
+                                "demand_mbps": round(m.rate_bps / 1e6, 3)} for m in moves]}
+            with open(self.schedule_log, "a") as f:
+                f.write(json.dumps(entry) + "\n")
+        with self._flows_lock:
+            first_switches = {path[0][0] for path in self.routed.values()}
+        for switch in sorted(first_switches):
+            dp = self.datapaths.get(switch)
+            if dp is not None:
+                # Flow descriptions, which carry the counters: Open vSwitch refuses
+                # OpenFlow 1.5's separate flow stats request (OFPMP_FLOW_STATS)
+                # with a bad-multipart error.
+                dp.send_msg(dp.ofproto_parser.OFPFlowDescStatsRequest(dp))    # every entry
+
+    @set_ev_cls(ofp_event.EventOFPFlowDescStatsReply, MAIN_DISPATCHER)
+    def flow_stats(self, ev) -> None:
+        """Keep the byte count of each routed flow's entry at its first switch."""
+        switch = self.switch_at.get(ev.msg.datapath)
+        now = time.monotonic()
+        with self._flows_lock:
+            for stat in ev.msg.body:
+                if stat.priority != PRIO_FLOW:
+                    continue
+                m = stat.match
+                key = (m.get("ipv4_src"), m.get("ipv4_dst"), m.get("ip_proto"),
+                       m.get("tcp_src"), m.get("tcp_dst"))
+                path = self.routed.get(key)
+                if path is None or (path[0][0], ofport(path[0][1])) != (switch, m.get("in_port")):
+                    continue
+                seen = self.readings.setdefault(key, [])
+                seen.append((now, int(stat.stats["byte_count"])))
+                del seen[:-2]
 
     def _paths(self, src: str, dst: str) -> list[paths.Path]:
         key = (src, dst)

@@ -56,9 +56,13 @@ def _reset_tcp_sockets(ns_pid: int) -> list[str]:
 
 class Network:
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
-                 fabric: str = "l3", log_dir: Path | None = None, driver: str = "iperf3"):
+                 fabric: str = "l3", log_dir: Path | None = None, driver: str = "iperf3",
+                 fabric_options: dict | None = None):
+        """`fabric_options`: keyword arguments for the fabric's class (e.g.
+        the openflow controller's `schedule_interval_s`)."""
         self.topo = topo
-        self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed, log_dir=log_dir)
+        self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed, log_dir=log_dir,
+                                              **(fabric_options or {}))
         self.cc = cc
         self.procs = ProcessTracker()
         self.pm = UserspacePM()

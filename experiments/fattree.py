@@ -48,8 +48,11 @@ class Sweep:
         self.cfg = cfg
         self.say = say
         self.capacity = capacity
+        first_fit = ({"schedule_interval_s": cfg.schedule_interval_s}
+                     if cfg.schedule_interval_s is not None else {})
         self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
-                           log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver)
+                           log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
+                           fabric_options=first_fit)
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
@@ -176,6 +179,7 @@ class Sweep:
             monitors.start()
             if self.during_runs:
                 self.during_runs.start()
+        traffic_from = time.time()
         try:
             outcomes = self.driver.run(flows, mptcp, rc.time_s, folder / "iperf",
                                        on_started=traffic_started, warmup_s=rc.warmup_s,
@@ -196,6 +200,9 @@ class Sweep:
             clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
             monitors.cpu.samples, monitors.started_at)
         record["monitors"] = monitors.summary(from_s=rc.warmup_s)
+        if rc.schedule_interval_s is not None:
+            record["first_fit"] = first_fit_record(self.fabric, rc.schedule_interval_s,
+                                                   traffic_from, time.time())
         if repair_log is not None:
             # Every corrupted window of this run, with the state around it
             # (kernel/bpf/repair_log.h): the first ones since the programs
@@ -264,6 +271,15 @@ class Sweep:
             "flags": flags,
             "health": problems,
         }
+
+
+def first_fit_record(fabric, interval_s: float, since: float, until: float) -> dict:
+    """What the controller's first fit did during a run (its schedule log):
+    rounds, flows moved, and the longest decision."""
+    rounds = [r for r in fabric.schedule_rounds() if since <= r["time"] <= until]
+    return {"interval_s": interval_s, "rounds": len(rounds),
+            "moves": sum(len(r["moves"]) for r in rounds),
+            "decision_s_max": max((r["decision_s"] for r in rounds), default=None)}
 
 
 class FatTreeExperiment(Experiment):

@@ -53,6 +53,9 @@ def parser() -> argparse.ArgumentParser:
                    help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
     p.add_argument("--monitor-interval", type=finite, default=1.0,
                    help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
+    p.add_argument("--schedule-interval", type=finite, default=None,
+                   help="with --fabric openflow-reactive: the controller also runs Hedera's first "
+                        "fit this often, in seconds (paper Fig. 13: 5, 1, 0.5, 0.1)")
     p.add_argument("--force", action="store_true",
                    help="run even where the capacity guard says this machine cannot keep up "
                         "(the runs are flagged over_capacity)")
@@ -99,7 +102,8 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
                       time_s=args.time, seed=args.seed, fabric=fabric, cc=cc,
                       results=Path(args.results), warmup_s=args.warmup, force=args.force,
                       recalibrate=args.recalibrate, driver=args.driver,
-                      monitor_interval_s=args.monitor_interval)
+                      monitor_interval_s=args.monitor_interval,
+                      schedule_interval_s=args.schedule_interval)
     cfg.validate()
     check_size(cfg)
     return cfg, args

@@ -60,3 +60,28 @@ def test_the_threshold_is_a_tenth_of_the_link_rate():
 def test_bad_settings_are_refused(kwargs):
     with pytest.raises(ValueError):
         FirstFit(**kwargs)
+
+
+def test_demands_are_what_the_hosts_interfaces_allow():
+    """Hedera's estimator: a permutation's flows each demand the link rate;
+    a sender's two flows share its interface; a receiver taking from three
+    senders gives each a third, and a sender's other flow takes the rest."""
+    from controller.firstfit import estimate_demands
+    cap = 10 * MBPS
+    assert estimate_demands({"a": ("h0", "h1"), "b": ("h1", "h0")}, cap) == {"a": cap, "b": cap}
+    split = estimate_demands({"a": ("h0", "h1"), "b": ("h0", "h2")}, cap)
+    assert split == {"a": pytest.approx(cap / 2), "b": pytest.approx(cap / 2)}
+    d = estimate_demands({"x": ("s0", "r"), "y": ("s1", "r"), "z": ("s2", "r"), "w": ("s0", "q")}, cap)
+    assert d["x"] == pytest.approx(cap / 3) and d["y"] == pytest.approx(cap / 3)
+    assert d["z"] == pytest.approx(cap / 3) and d["w"] == pytest.approx(2 * cap / 3)
+
+
+def test_two_flows_sharing_a_link_are_parted_by_their_demands():
+    """Measured at half the link each, two flows fit on the link they share;
+    by their demands (the link rate each) the second goes to the other path."""
+    ff = FirstFit(capacity_bps=10 * MBPS)
+    shared = {"a": P1, "b": P1}
+    rates = {"a": 4.8 * MBPS, "b": 4.7 * MBPS}
+    assert FirstFit(capacity_bps=10 * MBPS).round(rates, {"a": BOTH, "b": BOTH}, shared) == []
+    moves = ff.round(rates, {"a": BOTH, "b": BOTH}, shared, demands_bps={"a": 10 * MBPS, "b": 10 * MBPS})
+    assert moves == [Move("b", P1, P2, 10 * MBPS)]

@@ -76,15 +76,21 @@ class OpenFlowFabric(Fabric):
     def __init__(self, topo: DCTopo, link: LinkParams, seed: int = 0,
                  delay_backend: str | None = None, mode: str = "proactive",
                  idle_timeout_s: int = 30, log_dir: Path | None = None,
-                 switch_daemons: int | None = None):
+                 switch_daemons: int | None = None, schedule_interval_s: float | None = None):
         """`switch_daemons`: Open vSwitch instances to spread the switches
-        over; None: one per CPU on the userspace datapath, one otherwise."""
+        over; None: one per CPU on the userspace datapath, one otherwise.
+        `schedule_interval_s`: the controller runs Hedera's first fit that
+        often (reactive mode only; controller/firstfit.py)."""
         super().__init__(topo, link, seed=seed, delay_backend=delay_backend, log_dir=log_dir)
         if topo.hosts_forward:
             raise ValueError(f"{type(topo).__name__}: its hosts relay between switches, which "
                              "only the l3 fabric routes")
         if mode not in MODES:
             raise ValueError(f"unknown controller mode {mode!r}: {', '.join(MODES)}")
+        if schedule_interval_s is not None and (mode != "reactive" or not schedule_interval_s > 0):
+            raise ValueError(f"first fit every {schedule_interval_s} s in {mode} mode: it needs "
+                             "the reactive mode's per-flow entries and a positive interval")
+        self.schedule_interval_s = schedule_interval_s
         if self.delay_backend == "nfqueue" and any(
                 (info.get("link") or link).impaired for *_, info in topo.links(withInfo=True)):
             # The delay line takes what a namespace's IP stack receives; Open
@@ -222,6 +228,17 @@ class OpenFlowFabric(Fabric):
         return args
 
     # -- the controller ---------------------------------------------------------
+    def schedule_log_path(self) -> Path:
+        """Where the controller logs its first fit rounds (JSON lines)."""
+        return (self.log_dir or self.workdir) / "schedule.jsonl"
+
+    def schedule_rounds(self) -> list[dict]:
+        """The first fit rounds logged so far (empty without a scheduler)."""
+        path = self.schedule_log_path()
+        if self.schedule_interval_s is None or not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
     def start_controller(self) -> None:
         """Start a controller and wait until it has configured every switch."""
         assert self.workdir is not None
@@ -230,7 +247,10 @@ class OpenFlowFabric(Fabric):
         spec = self.workdir / "controller.spec"
         spec.write_bytes(pickle.dumps({"topo": self.topo, "mode": self.mode, "seed": self.seed,
                                        "idle_timeout_s": self.idle_timeout_s,
-                                       "status": str(status)}))
+                                       "status": str(status),
+                                       "schedule_interval_s": self.schedule_interval_s,
+                                       "link_bps": self.link.bw_mbps * 1e6,
+                                       "schedule_log": str(self.schedule_log_path())}))
         log_path = (self.log_dir or self.workdir) / "controller.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._controller_log = open(log_path, "a")
