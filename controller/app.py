@@ -68,6 +68,15 @@ ETH_IPV4, ETH_ARP = 0x0800, 0x0806
 # the controller hung when it is a few seconds old).
 HEARTBEAT_S = 0.5
 PRIO_FLOW, PRIO_ROUTE, PRIO_ARP, PRIO_MISS = 300, 200, 100, 0
+# Open vSwitch refreshes an OpenFlow entry's counters only when its
+# revalidators push the datapath's (every 500 ms by default), so replies
+# asked for more often repeat the same count. First fit takes a flow's rate
+# between the last two counts that differ, and a flow as gone only when its
+# count has not grown for this long (or two intervals, if longer). Taking
+# every repeated count as a stopped flow, first fit every 100 ms on
+# FatTree(4) freed and re-placed flows all the time: 2766 moves of 16 flows
+# in 1326 rounds, against 14-27 at 0.5-5 s.
+COUNTS_STALE_S = 1.5
 
 # Open vSwitch's group selection method property (include/openflow/netronome-ext.h):
 # experimenter property, NTR vendor id, type 1; then 4 pad bytes, the method
@@ -139,8 +148,8 @@ class EcmpController(app_manager.OSKenApp):
         self._status_lock = threading.Lock()
         # First fit (None: hashing only). `routed`: each TCP flow routed from
         # its first switch, by 5-tuple, and the path it is on; `readings`:
-        # the byte counts of its first entry, (monotonic time, bytes), the
-        # newest two.
+        # the byte counts of its first entry as they changed, (monotonic time
+        # of the reply, bytes), the newest two.
         self.schedule_interval: float | None = spec.get("schedule_interval_s")
         self.scheduler = (FirstFit(capacity_bps=spec["link_bps"])
                           if self.schedule_interval else None)
@@ -361,10 +370,11 @@ class EcmpController(app_manager.OSKenApp):
         """Decide on the byte counts the last round asked for, carry out the
         moves, log the round, and ask every first switch for its counts."""
         started = time.monotonic()
+        live_after = started - max(2 * self.schedule_interval, COUNTS_STALE_S)
         with self._flows_lock:
             rates = {}
             for key, seen in self.readings.items():
-                if len(seen) == 2 and seen[1][0] > seen[0][0] and seen[1][1] > seen[0][1]:
+                if len(seen) == 2 and seen[1][0] > seen[0][0] and seen[1][0] >= live_after:
                     rates[key] = (seen[1][1] - seen[0][1]) * 8 / (seen[1][0] - seen[0][0])
             current = {key: self.routed[key] for key in rates}
         large = {k for k, r in rates.items() if r >= self.scheduler.threshold_bps}
@@ -410,9 +420,11 @@ class EcmpController(app_manager.OSKenApp):
                 path = self.routed.get(key)
                 if path is None or (path[0][0], ofport(path[0][1])) != (switch, m.get("in_port")):
                     continue
+                count = int(stat.stats["byte_count"])
                 seen = self.readings.setdefault(key, [])
-                seen.append((now, int(stat.stats["byte_count"])))
-                del seen[:-2]
+                if not seen or count > seen[-1][1]:
+                    seen.append((now, count))
+                    del seen[:-2]
 
     def _paths(self, src: str, dst: str) -> list[paths.Path]:
         key = (src, dst)
