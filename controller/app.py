@@ -246,11 +246,15 @@ class EcmpController(app_manager.OSKenApp):
                                            properties=[SelectionMethod("hash", basis)]))
             self._flow(dp, PRIO_ROUTE, match, [parser.OFPActionGroup(group_id)])
 
-    def _flow(self, dp, priority: int, match, actions, idle_timeout: int = 0) -> None:
+    def _flow(self, dp, priority: int, match, actions, idle_timeout: int = 0,
+              modify: bool = False) -> None:
+        """Add an entry; `modify`: change the actions of the entry with this
+        exact match and priority instead (its counters stay)."""
         parser = dp.ofproto_parser
         inst = [parser.OFPInstructionActions(dp.ofproto.OFPIT_APPLY_ACTIONS, actions)] if actions else []
-        dp.send_msg(parser.OFPFlowMod(dp, priority=priority, match=match, instructions=inst,
-                                      idle_timeout=idle_timeout))
+        command = dp.ofproto.OFPFC_MODIFY_STRICT if modify else dp.ofproto.OFPFC_ADD
+        dp.send_msg(parser.OFPFlowMod(dp, command=command, priority=priority, match=match,
+                                      instructions=inst, idle_timeout=idle_timeout))
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error(self, ev) -> None:
@@ -347,15 +351,11 @@ class EcmpController(app_manager.OSKenApp):
             hop_dp = self.datapaths.get(sw)
             if hop_dp is None:
                 continue
-            ofp, parser = hop_dp.ofproto, hop_dp.ofproto_parser
-            match = parser.OFPMatch(in_port=ofport(inp), **fields)
-            actions = [parser.OFPActionOutput(ofport(outp))]
-            if i == 0 and first_modify:
-                inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)]
-                hop_dp.send_msg(parser.OFPFlowMod(hop_dp, command=ofp.OFPFC_MODIFY_STRICT,
-                                                  priority=PRIO_FLOW, match=match, instructions=inst))
-            else:
-                self._flow(hop_dp, PRIO_FLOW, match, actions, idle_timeout=self.idle_timeout)
+            parser = hop_dp.ofproto_parser
+            modify = i == 0 and first_modify
+            self._flow(hop_dp, PRIO_FLOW, parser.OFPMatch(in_port=ofport(inp), **fields),
+                       [parser.OFPActionOutput(ofport(outp))],
+                       idle_timeout=0 if modify else self.idle_timeout, modify=modify)
 
     # -- first fit ------------------------------------------------------------------
     def _schedule(self) -> None:
