@@ -4,8 +4,12 @@ Mininet's TCLink puts the queue limit, delay and loss into netem; on a kernel
 without netem all three silently disappear. Here:
 
 * rate and queue: every interface at both ends of a link gets an HTB class at
-  the link rate with a packet FIFO of `queue_pkts` under it, both present on
-  a stock kernel;
+  the link rate with a FIFO under it, both present on a stock kernel. At a
+  switch the FIFO counts packets (`queue_pkts`): the fabric carries MTU
+  frames only. At a host it counts bytes (`queue_pkts` MTU frames' worth),
+  because a host's own TCP hands its qdisc GSO packets of up to 64 KB
+  whatever the device offers (`offload_commands`), and a FIFO of 100 such
+  packets held seconds of traffic at 10 Mb/s (README, "What a run is");
 * delay, jitter and loss, where the link has any:
   - with sch_netem (`base.platform.netem_available()`), netem replaces the FIFO under the
     HTB class: the sending side delays, as Mininet does;
@@ -21,13 +25,15 @@ from base.links import LinkParams
 
 # A single class never borrows, so HTB's quantum only has to hold one frame;
 # setting it avoids the kernel's "quantum is big" warning at high rates.
-HTB_QUANTUM = 1514
-FRAME_BITS = 1514 * 8
+FRAME_BYTES = 1514
+HTB_QUANTUM = FRAME_BYTES
+FRAME_BITS = FRAME_BYTES * 8
 
 
-def tc_batch(intf: str, link: LinkParams, netem: bool = False) -> list[str]:
+def tc_batch(intf: str, link: LinkParams, netem: bool = False, host: bool = False) -> list[str]:
     """`tc -batch` lines shaping `intf`'s egress to the link's rate and queue,
-    and, with `netem`, its delay, jitter and loss."""
+    and, with `netem`, its delay, jitter and loss. `host`: the interface is
+    a host's, whose queue is bounded in bytes (module docstring)."""
     rate = f"{link.bw_mbps:g}mbit"
     lines = [
         f"qdisc replace dev {intf} root handle 1: htb default 1",
@@ -36,9 +42,17 @@ def tc_batch(intf: str, link: LinkParams, netem: bool = False) -> list[str]:
     ]
     if netem and link.impaired:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: {netem_args(link)}")
+    elif host:
+        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {host_queue_bytes(link)}")
     else:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {link.queue_pkts}")
     return lines
+
+
+def host_queue_bytes(link: LinkParams) -> int:
+    """A host's queue limit: `queue_pkts` MTU frames, in bytes as the qdisc
+    counts them (a GSO packet counts every frame it will be split into)."""
+    return link.queue_pkts * FRAME_BYTES
 
 
 def rate_change(intf: str, bw_mbps: float) -> list[str]:

@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
                    help=f"what sends the flows: {', '.join(DRIVERS)} (default %(default)s; socket "
                         "opens every connection and its subflows before data flows)")
     p.add_argument("--offload", action="store_true",
-                   help="leave TSO/GSO on at the hosts (queue limits then count superpackets)")
+                   help="leave TSO/GSO on at the hosts (switch queue limits then count superpackets)")
     p.add_argument("--monitor-interval", type=finite, default=1.0,
                    help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
     p.add_argument("--schedule-interval", type=finite, default=None,

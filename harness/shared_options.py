@@ -53,7 +53,8 @@ WARMUP_SCALED_HELP = "seconds of traffic before counting starts (5 at 10 Mb/s, s
 
 def add_link_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bw", type=finite, default=10.0, help="link rate in Mb/s (10)")
-    p.add_argument("--queue", type=int, default=100, help="queue length in packets (100)")
+    p.add_argument("--queue", type=int, default=100,
+                   help="queue length in packets; a host's in 1514-byte frames' worth of bytes (100)")
 
 
 def add_delayed_link_options(p: argparse.ArgumentParser, link: LinkParams, of: str,
@@ -65,7 +66,7 @@ def add_delayed_link_options(p: argparse.ArgumentParser, link: LinkParams, of: s
     p.add_argument("--delay", type=finite, default=link.delay_ms,
                    help=f"one-way delay of {of} in ms (%(default)s)")
     p.add_argument("--queue", type=int, default=link.queue_pkts,
-                   help=f"queue length{queue_of} in packets (%(default)s)")
+                   help=f"queue length{queue_of} in packets; a host's in 1514-byte frames' worth of bytes (%(default)s)")
 
 
 def delayed_link(args: argparse.Namespace) -> LinkParams:
@@ -128,7 +129,7 @@ def add_long_flow_options(p: argparse.ArgumentParser, d, cc: bool = True) -> Non
     add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
     p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
     p.add_argument("--queue", type=int, default=d.link.queue_pkts,
-                   help="queue length in packets (%(default)s)")
+                   help="queue length in packets; a host's in 1514-byte frames' worth of bytes (%(default)s)")
     add_seed_option(p, d.seed)
     if cc:
         add_cc_option(p)

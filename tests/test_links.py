@@ -135,3 +135,34 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     # Never above the slowed rate; how close to it is test_rate_holds's concern
     # (with a retry for a starved VM), so here only a clearly wrong rate fails.
     assert 0.8 * SLOW_MBPS * PAYLOAD_SHARE <= out.goodput_mbps <= QUEUE_TEST_OVER * SLOW_MBPS * PAYLOAD_SHARE
+
+
+def test_a_hosts_queue_holds_its_limit_in_frames_not_gso_packets(pair, tmp_path, awake):
+    """The host's own TCP hands its qdisc GSO packets of up to 64 KB, so a
+    FIFO of QUEUE_PKTS *packets* there could hold QUEUE_PKTS x 64 KB. The
+    host's queue is bounded in bytes instead: QUEUE_PKTS MTU frames. Both
+    links run at the same rate, so the queue builds at h0's own egress."""
+    fabric, procs, queue_kind, _ = pair
+    if queue_kind != "pfifo":
+        pytest.skip("a link with delay queues in netem, whose limit counts packets")
+    backlog, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            backlog.append(qdisc_stats(fabric, "h0", "h0-eth0")["bfifo"]["backlog"])
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        driver = IperfDriver(fabric, procs)
+        [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=3,
+                           logdir=tmp_path)
+    finally:
+        stop.set()
+        sampler.join()
+    assert out.error is None, out.error
+    limit = QUEUE_PKTS * 1514
+    assert max(backlog) <= limit, (max(backlog), limit)
+    assert max(backlog) >= limit // 2, max(backlog)     # it filled: the limit held it
+    assert qdisc_stats(fabric, "h0", "h0-eth0")["htb"]["drops"] > 0

@@ -69,6 +69,15 @@ def test_switch_script_hashes_headers_with_a_seed_per_router():
     assert "pfifo limit 100" in script and "rate 10mbit" in script
 
 
+def test_a_hosts_queue_is_its_limit_in_mtu_frames_a_switchs_in_packets():
+    """A host's TCP hands its qdisc GSO packets, so its FIFO counts bytes
+    (tests/test_links.py shows it on the wire); switches see MTU frames."""
+    f = L3Fabric(FatTree(k=4), LinkParams(bw_mbps=10, queue_pkts=100))
+    host, switch = "\n".join(f.host_script("h0_0_0")), "\n".join(f.switch_script("e0_0"))
+    assert "bfifo limit 151400" in host and "pfifo" not in host
+    assert "pfifo limit 100" in switch and "bfifo" not in switch
+
+
 def test_vl2_structure_and_rates():
     """VL2(4, 4): 4 aggregation and 2 intermediate switches, 4 ToRs of 20
     hosts; every aggregation switch reaches every intermediate; ToR uplinks

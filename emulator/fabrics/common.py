@@ -218,8 +218,9 @@ class Fabric:
         loss where a link has them), and the NFQUEUE rules that hand
         arrivals to the delay line when it makes the delay."""
         netem = self.delay_backend == "netem"
+        host = not self.topo.isSwitch(node)
         tc = [line for intf in self.topo.interfaces(node)
-              for line in links.tc_batch(intf.name, self.link_of(intf), netem=netem)]
+              for line in links.tc_batch(intf.name, self.link_of(intf), netem=netem, host=host)]
         queued = [(s.intf, s.queue) for s in self.delay_line.specs
                   if s.ns_pid == self.pid(node)] if self.delay_line else []
         return [*_batch("tc", tc), *_batch("iptables-restore --noflush",
