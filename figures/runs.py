@@ -192,7 +192,18 @@ def common(runs: dict[int, Run], field: str, unit: str = "") -> str:
 def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
     return (f"FatTree {topology} (k={common(runs, 'k')}), {workload}: "
             f"{common(runs, 'bw_mbps', ' Mb/s')} links, {common(runs, 'time_s', ' s')} runs, "
-            f"cc={common(runs, 'cc')}")
+            f"cc={common(runs, 'cc')}, {routing(runs)}")
+
+
+def routing(runs: dict[int, Run]) -> str:
+    """The fabric, and the controller's first fit where it ran: flows it
+    moves are not on their hashed paths, so the figure must say so."""
+    text = f"fabric={common(runs, 'fabric')}"
+    intervals = {r.config.get("schedule_interval_s") for r in runs.values()}
+    if intervals != {None}:
+        shown = "/".join(sorted(f"every {v:g} s" if v else "off" for v in intervals))
+        text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
+    return text
 
 
 def window_text(runs: dict[int, Run]) -> str:

@@ -299,9 +299,21 @@ def test_title_names_the_configuration(tmp_path):
     write_run(tmp_path, 2, [50], k=8)
     runs = plot.group(plot.load_runs(tmp_path))[("ft8", "one_to_one")]
     assert plot.title("ft8", "one_to_one", runs) == \
-        "FatTree ft8 (k=8), one_to_one: 10.0 Mb/s links, 20 s runs, cc=reno"
+        "FatTree ft8 (k=8), one_to_one: 10.0 Mb/s links, 20 s runs, cc=reno, fabric=l3"
     runs[2].config["bw_mbps"] = 20.0
     assert "10.0/20.0 Mb/s (MIXED)" in plot.title("ft8", "one_to_one", runs)
+
+
+def test_title_says_first_fit_moved_the_flows(tmp_path):
+    for n in (1, 2):
+        write_run(tmp_path, n, [50], config={"topology": "ft4", "k": 4, "workload": "one_to_one",
+                                             "subflows": n, "bw_mbps": 3, "time_s": 60, "cc": "lia",
+                                             "fabric": "openflow-reactive", "schedule_interval_s": 0.5})
+    runs = plot.group(plot.load_runs(tmp_path))[("ft4", "one_to_one")]
+    assert plot.title("ft4", "one_to_one", runs).endswith(
+        "fabric=openflow-reactive, first fit every 0.5 s")
+    runs[1].config.pop("schedule_interval_s")
+    assert "first fit every 0.5 s/off (MIXED)" in plot.title("ft4", "one_to_one", runs)
 
 
 # --- the sample figures (2013 reproduction, Fig 4, 5, 10-12) and the report ---------------------
