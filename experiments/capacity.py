@@ -421,13 +421,14 @@ def median_is_seconded(costs: list[float]) -> bool:
     return any(max(m, c) <= REPEATS_AGREE * min(m, c) for c in others)
 
 
-def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float,
-             saturated: bool = False) -> Observation | None:
+def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> Observation | None:
     """What one run (RunConfig `rc`) cost: the CPU above idle over the
     Gbit-hops its matrix demanded and over those its flows delivered; None
-    where it carried nothing. `saturated`: the run saturated the CPU, so
-    these are floors."""
+    where it carried nothing. A run flagged `cpu_saturated` gives floors
+    (Observation.saturated), a calibration's repeat as much as a sweep's run."""
     from workloads import make_matrix
+    flags = record.get("flags")
+    saturated = isinstance(flags, list) and "cpu_saturated" in flags
     delivered = sum(f["goodput_mbps"] * topo.path_links(f["src"], f["dst"])
                     for f in record["flows"]) / 1000.0
     demanded = demand_gbit_hops(topo, make_matrix(rc.workload, sorted(topo.hosts()), rc.seed),
@@ -458,10 +459,9 @@ def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
         except (OSError, ValueError, KeyError, CalibrationError):
             continue
         flags = record.get("flags")
-        saturated = isinstance(flags, list) and "cpu_saturated" in flags
-        if flags != [] and not saturated:
+        if flags != [] and not (isinstance(flags, list) and "cpu_saturated" in flags):
             continue
-        cost = run_cost(topo, rc, record, steady, idle_pct, saturated=saturated)
+        cost = run_cost(topo, rc, record, steady, idle_pct)
         if cost:
             costs.append(cost)
     return costs

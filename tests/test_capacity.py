@@ -235,6 +235,23 @@ def test_a_sweep_teaches_the_guard_only_its_valid_mptcp8_runs(tmp_path):
     assert "saturated" not in seen.as_dict()
 
 
+def test_a_calibration_repeat_that_saturated_is_a_floor():
+    """run_cost, which the calibration's repeats go through as the sweep's
+    runs do, reads the run's own flag: a saturated repeat is stored as a
+    floor, so the guard never takes it for what the configuration costs."""
+    cfg = SweepConfig(k=4, subflows=(8,))
+    [rc] = cfg.runs()
+    topo = FatTree(k=4)
+    flows = [{"src": f.src, "dst": f.dst, "goodput_mbps": 7.5}
+             for f in make_matrix("one_to_one", sorted(topo.hosts()), 0).flows]
+    quiet = capacity.run_cost(topo, rc, {"flows": flows, "flags": []}, 60.0, 0.0)
+    hot = capacity.run_cost(topo, rc, {"flows": flows, "flags": ["cpu_saturated"]}, 95.0, 0.0)
+    assert not quiet.saturated and hot.saturated
+    cal = dataclasses.replace(calibration(cost=0.5), observations=(hot.as_dict(),))
+    assert cal.measured_cost(4, "one_to_one", 10) is None
+    assert cal.cost_floor(4, "one_to_one", 10) == pytest.approx(hot.per_demanded, abs=1e-4)
+
+
 def test_a_configuration_that_saturated_is_refused_until_a_run_of_it_is_valid():
     """FatTree(8) one_to_one at 2 Mb/s (1.468 Gbit-hops demanded) was
     accepted at 68 % and its MPTCP-8 run saturated the CPU (measured 1.2
