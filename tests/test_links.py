@@ -7,27 +7,19 @@ import time
 
 import pytest
 
-from dctopo import DCTopo
 from experiments.config import LinkParams
 from emulator.fabrics.l3 import L3Fabric
 from emulator.links import netem_in_flight_pkts, rate_change
 from base.procs import ProcessTracker, run
 from emulator.traffic.iperf_driver import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
+from tests.hostpair import TwoHostsOneRouter
 from workloads import Flow
 
 pytestmark = needs_root
 
 # TCP payload per full frame: 1448 bytes (with timestamps) of 1514 on the wire.
 PAYLOAD_SHARE = 1448 / 1514
-
-
-class TwoHostsOneRouter(DCTopo):
-    def build(self):
-        r = self.addSwitch("r0", role="edge", router_id="10.9.0.1", dpid="0000000000000001")
-        for i in range(2):
-            h = self.addHost(f"h{i}", role="host")
-            self.addLink(h, r, port1=0, port2=i, params1={"ip": f"10.9.0.{i + 2}/32"})
 
 
 # The link rate: 20 Mb/s, or 8 under full emulation (conftest.FULL_EMULATION:

@@ -333,28 +333,10 @@ PAYLOAD_SHARE = 1448 / 1514
 @pytest.fixture
 def pair(no_leftovers):
     """h0 - r0 - h1 at 20 Mb/s with 20-packet queues, plus the userspace path
-    manager: the small network of tests/test_links.py."""
-    from experiments.config import LinkParams
-    from emulator.fabrics.l3 import L3Fabric
-    from base.procs import ProcessTracker, run
-    from kernel import transport
-    from kernel.mptcp_pm import UserspacePM
-    from tests.test_links import TwoHostsOneRouter
-
-    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=20, queue_pkts=20))
-    procs, pm = ProcessTracker(), UserspacePM()
-    try:
-        fabric.start()
-        settings = transport.host_sysctls("reno")
-        for h in fabric.hosts():
-            run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in settings.items())], 10, ns_pid=fabric.pid(h))
-            pm.attach(h, fabric.pid(h))
-        pm.start()
-        yield fabric, procs, pm
-    finally:
-        procs.stop_all()
-        pm.close()
-        fabric.stop()
+    manager (tests/hostpair.py)."""
+    from tests.hostpair import host_pair
+    with host_pair(path_manager=True) as network:
+        yield network
 
 
 def slow_port(fabric, mbit: float) -> None:

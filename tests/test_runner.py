@@ -7,7 +7,7 @@ from experiments.config import LinkParams
 from emulator.network import Network
 from experiments.runner import Experiment, Runner
 from tests.conftest import needs_root
-from tests.test_links import TwoHostsOneRouter
+from tests.hostpair import TwoHostsOneRouter
 from workloads import Flow
 
 

@@ -42,25 +42,9 @@ c.recv(1)
 
 @pytest.fixture
 def two_hosts(no_leftovers):
-    from base.procs import ProcessTracker
-    from emulator.fabrics.l3 import L3Fabric
-    from experiments.config import LinkParams
-    from kernel import transport
-    from tests.test_links import TwoHostsOneRouter
-    from base.procs import run
-
-    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=20, queue_pkts=20))
-    procs = ProcessTracker()
-    try:
-        fabric.start()
-        settings = transport.host_sysctls("reno")
-        for h in fabric.hosts():
-            run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in settings.items())], 10,
-                ns_pid=fabric.pid(h))
+    from tests.hostpair import host_pair
+    with host_pair() as (fabric, procs, _):
         yield fabric, procs
-    finally:
-        procs.stop_all()
-        fabric.stop()
 
 
 @needs_root
