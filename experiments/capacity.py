@@ -427,8 +427,6 @@ def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> 
     where it carried nothing. A run flagged `cpu_saturated` gives floors
     (Observation.saturated), a calibration's repeat as much as a sweep's run."""
     from workloads import make_matrix
-    flags = record.get("flags")
-    saturated = isinstance(flags, list) and "cpu_saturated" in flags
     delivered = sum(f["goodput_mbps"] * topo.path_links(f["src"], f["dst"])
                     for f in record["flows"]) / 1000.0
     demanded = demand_gbit_hops(topo, make_matrix(rc.workload, sorted(topo.hosts()), rc.seed),
@@ -438,7 +436,13 @@ def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> 
         return None
     return Observation(k=rc.k, workload=rc.workload, bw_mbps=rc.link.bw_mbps,
                        per_demanded=busy_cores / demanded, per_delivered=busy_cores / delivered,
-                       saturated=saturated)
+                       saturated=saturated_run(record))
+
+
+def saturated_run(record: dict) -> bool:
+    """Whether a run's record says it saturated the CPU."""
+    flags = record.get("flags")
+    return isinstance(flags, list) and "cpu_saturated" in flags
 
 
 def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
@@ -458,8 +462,7 @@ def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
             steady = _mean_busy_after(run_dir / "cpu.csv", rc.warmup_s)
         except (OSError, ValueError, KeyError, CalibrationError):
             continue
-        flags = record.get("flags")
-        if flags != [] and not (isinstance(flags, list) and "cpu_saturated" in flags):
+        if record.get("flags") != [] and not saturated_run(record):
             continue
         cost = run_cost(topo, rc, record, steady, idle_pct)
         if cost:

@@ -1,6 +1,7 @@
 """Link shaping checked on the wire, in real namespaces: the rate a TCP flow
 gets through a shaped link, and a queue that never holds more packets than
 configured (and does drop when full)."""
+import contextlib
 import json
 import threading
 import time
@@ -9,7 +10,7 @@ import pytest
 
 from experiments.config import LinkParams
 from emulator.fabrics.l3 import L3Fabric
-from emulator.links import netem_in_flight_pkts, rate_change
+from emulator.links import host_queue_bytes, netem_in_flight_pkts, rate_change
 from base.procs import ProcessTracker, run
 from emulator.traffic.iperf_driver import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
@@ -75,6 +76,26 @@ def qdisc_stats(fabric, node, dev):
     return {q["kind"]: q for q in json.loads(out)}
 
 
+@contextlib.contextmanager
+def sampled(read, interval_s: float = 0.05):
+    """What `read()` returns every `interval_s` while the block runs, in a
+    list (filled by a thread, complete when the block has ended)."""
+    values, stop = [], threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            values.append(read())
+            time.sleep(interval_s)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        yield values
+    finally:
+        stop.set()
+        sampler.join()
+
+
 def test_rate_holds(pair, tmp_path, awake):
     fabric, procs, _, _ = pair
     driver = IperfDriver(fabric, procs)
@@ -99,16 +120,7 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     then sample its backlog while TCP pushes into it."""
     fabric, procs, queue_kind, queue_limit = pair
     run(["tc", *rate_change("r0-eth1", SLOW_MBPS)], 5, ns_pid=fabric.pid("r0"))
-    backlog, stop = [], threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            backlog.append(qdisc_stats(fabric, "r0", "r0-eth1")[queue_kind]["qlen"])
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
+    with sampled(lambda: qdisc_stats(fabric, "r0", "r0-eth1")[queue_kind]["qlen"]) as backlog:
         driver = IperfDriver(fabric, procs)
         # Under full emulation 1 s of warm-up: a 6.12 guest lost the first SYN
         # once (0, 1.05, 1.05, 1.05 Mb/s, a mean of 0.73). Not on the host: its
@@ -116,9 +128,6 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
         # one 5.05 Mb/s second after a warm-up broke (4.85 > 4.83 in CI).
         [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=4,
                            logdir=tmp_path, warmup_s=1 if FULL_EMULATION else 0)
-    finally:
-        stop.set()
-        sampler.join()
     pfifo = qdisc_stats(fabric, "r0", "r0-eth1")[queue_kind]
     assert max(backlog) <= queue_limit, max(backlog)
     assert max(backlog) >= 20          # the queue did fill: the limit was what held it
@@ -137,24 +146,13 @@ def test_a_hosts_queue_holds_its_limit_in_frames_not_gso_packets(pair, tmp_path,
     fabric, procs, queue_kind, _ = pair
     if queue_kind != "pfifo":
         pytest.skip("a link with delay queues in netem, whose limit counts packets")
-    backlog, stop = [], threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            backlog.append(qdisc_stats(fabric, "h0", "h0-eth0")["bfifo"]["backlog"])
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
+    with sampled(lambda: qdisc_stats(fabric, "h0", "h0-eth0")["bfifo"]["backlog"]) as backlog:
         driver = IperfDriver(fabric, procs)
         [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=3,
                            logdir=tmp_path)
-    finally:
-        stop.set()
-        sampler.join()
     assert out.error is None, out.error
-    limit = QUEUE_PKTS * 1514
+    limit = host_queue_bytes(FIFO_LINK)
+    assert limit == QUEUE_PKTS * 1514
     assert max(backlog) <= limit, (max(backlog), limit)
     assert max(backlog) >= limit // 2, max(backlog)     # it filled: the limit held it
     assert qdisc_stats(fabric, "h0", "h0-eth0")["htb"]["drops"] > 0
