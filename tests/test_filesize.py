@@ -114,3 +114,37 @@ def test_no_crossover_is_said():
                                    "p90_ms": median, "subflows_established": [2], "valid": True})
     assert filesize_fig.crossover({"tcp": [point(1.0)], "mptcp": [point(1.5)]}) is None
     assert filesize_fig.crossover({"tcp": [point(1.5)], "mptcp": [point(1.0)]}) == 10
+
+
+@needs_root
+def test_a_closed_loop_starts_each_transfer_when_the_one_before_ends(tmp_path, no_leftovers):
+    """Two chains of 200 KB transfers h0 -> h1 until 2 s (each transfer
+    after the one before it; 20 Mb/s carries about 12 a second): each
+    chained transfer starts once its predecessor has its answer, none after
+    the stop, the ones past it end unstarted, and the received-byte samples
+    grow to the bytes the transfers received."""
+    from emulator.traffic.transfers import TransferDriver
+    from tests.hostpair import host_pair
+    size, per_chain, stop_s = 200_000, 40, 2.0
+    with host_pair() as (fabric, procs, _):
+        chains = [[Transfer(c * per_chain + i, "h0", "h1", "10.9.0.2", "10.9.0.3", 0, 7000, 0.0, size,
+                            after=None if i == 0 else c * per_chain + i - 1)
+                   for i in range(per_chain)] for c in range(2)]
+        driver = TransferDriver(fabric, procs)
+        outcomes = driver.run([t for chain in chains for t in chain], False, tmp_path,
+                              timeout_s=10.0, stop_s=stop_s, sample_s=0.5)
+    by_index = {o.transfer.index: o for o in outcomes}
+    started = [o for o in outcomes if o.started]
+    assert all(o.error is None and o.received == size for o in started), [o for o in started if o.error]
+    assert 10 <= len(started) < 2 * per_chain, len(started)
+    for chain in chains:
+        done = [by_index[t.index] for t in chain]
+        ran = [o for o in done if o.started]
+        assert done[:len(ran)] == ran, "a chain starts in order and stops once"
+        for before, after in zip(ran, ran[1:]):
+            assert before.acked_s <= after.start_s <= before.acked_s + 0.1, (before, after)
+            assert after.start_s < stop_s
+        assert all(o.start_s is None and o.last_byte_s is None for o in done[len(ran):])
+    samples = driver.received_samples
+    assert [n for _, n in samples] == sorted(n for _, n in samples)
+    assert len(samples) >= 4 and samples[-1][1] == sum(o.received for o in outcomes)

@@ -19,13 +19,24 @@ Protocol (one JSON object per line):
 
   stdin  {"mptcp": bool, "cc": name or null, "servers": [{"ns_pid", "ip", "port"}],
           "transfers": [{"index", "ns_pid", "src_ip", "client_port", "dst_ip",
-                         "server_port", "at_s", "bytes"}], "timeout_s": s}
+                         "server_port", "at_s", "bytes", "after"}], "timeout_s": s,
+          "stop_s": s or null, "sample_s": s or null}
   stdout {"listening": n}
   stdin  {"t0": monotonic}                transfer i starts at t0 + at_s
   stdout {"transfers": [per transfer: index, start_s, connected_s,
           first_byte_s, last_byte_s, acked_s, received, subflows, error],
+          "received_samples": [[t, bytes], ...],
           "cpu_s": this process's CPU time, user and system}
           (times in seconds since t0; None where it did not happen)
+
+Closed loop: a transfer whose "after" names another starts when that one
+ends (completed or failed), not before its own at_s. Once "stop_s" has
+passed, such a transfer is not started at all: it ends with every time None
+and no error ("not started"), and so do the ones chained after it.
+"received_samples": every "sample_s" seconds (at the first event after the
+mark, within SELECT_WAIT_S), the bytes every receiving side had until then,
+so a caller can count what arrived in a window while transfers are still
+running.
 
 `last_byte_s` is when the receiving side had every byte, `acked_s` when the
 sender read the receiver's one-byte answer. `subflows` is the sender's
@@ -37,6 +48,7 @@ Only the standard library and kernel/netlink.py (setns) are used.
 """
 from __future__ import annotations
 
+import bisect
 import errno
 import resource
 import selectors
@@ -50,6 +62,7 @@ HEADER = struct.Struct("!II")         # index, size in bytes
 SOL_MPTCP, MPTCP_INFO = 284, 1        # include/uapi/linux/mptcp.h; the first byte is mptcpi_subflows
 CHUNK = 64 * 1024
 EXPIRY_SCAN_S = 0.5
+SELECT_WAIT_S = 0.2
 ZEROS = bytes(CHUNK)
 
 
@@ -89,10 +102,21 @@ class TransferLoop:
             sock.setblocking(False)
             self.sel.register(sock, selectors.EVENT_READ, ("listen", None))
             self.listeners.append(sock)
-        self.pending = sorted((_Transfer(t) for t in setup["transfers"]),
-                              key=lambda t: t.spec["at_s"])
-        self.all = {t.index: t for t in self.pending}
+        transfers = [_Transfer(t) for t in setup["transfers"]]
+        self.all = {t.index: t for t in transfers}
         self.unfinished = len(self.all)
+        # Transfers started by the clock; the chained ones wait for the end
+        # of the one they follow (closed loop), then for their own at_s.
+        self.pending = sorted((t for t in transfers if t.spec.get("after") is None),
+                              key=lambda t: t.spec["at_s"])
+        self.followers: dict[int, list[_Transfer]] = {}
+        for t in transfers:
+            if t.spec.get("after") is not None:
+                self.followers.setdefault(t.spec["after"], []).append(t)
+        self.stop_s = setup.get("stop_s")
+        self.sample_s = setup.get("sample_s")
+        self.received_total = 0
+        self.samples: list[list[float]] = []
         self.unclaimed: dict[socket.socket, bytes] = {}   # accepted, header not complete
         self.t0 = 0.0
 
@@ -102,8 +126,9 @@ class TransferLoop:
     def run(self, t0: float) -> list[dict]:
         self.t0 = t0
         next_expiry = 0.0
+        next_sample = 0.0 if self.sample_s else None
         while self.unfinished:
-            wait = 0.2
+            wait = SELECT_WAIT_S
             if self.pending:
                 wait = min(wait, max(0.0, self.pending[0].spec["at_s"] - self.now()))
             for key, events in self.sel.select(wait):
@@ -111,6 +136,9 @@ class TransferLoop:
                 getattr(self, f"_on_{kind}")(key.fileobj, transfer, events)
             while self.pending and self.pending[0].spec["at_s"] <= self.now():
                 self._start(self.pending.pop(0))
+            if next_sample is not None and self.now() >= next_sample:
+                self.samples.append([round(self.now(), 4), self.received_total])
+                next_sample += self.sample_s
             # Timeouts are tens of seconds: the scan over every transfer runs
             # twice a second, not on every event.
             if self.now() >= next_expiry:
@@ -119,6 +147,10 @@ class TransferLoop:
         for sock in self.listeners + list(self.unclaimed):
             sock.close()
         return [t.result() for t in sorted(self.all.values(), key=lambda t: t.index)]
+
+    def sample_record(self) -> list[list[float]]:
+        """The received-byte samples, with one at the end of the run."""
+        return self.samples + ([[round(self.now(), 4), self.received_total]] if self.sample_s else [])
 
     # -- the sending side --
 
@@ -237,6 +269,7 @@ class TransferLoop:
                 self._fail(t, f"the sender closed after {t.received} of {t.size} bytes")
             return
         t.received += len(data)
+        self.received_total += len(data)
         if t.received >= t.size and t.times["last_byte_s"] is None:
             self._answer(conn, t)
 
@@ -282,6 +315,16 @@ class TransferLoop:
         if not t.done:
             t.done = True
             self.unfinished -= 1
+            self._follow(t)
+
+    def _follow(self, t: _Transfer) -> None:
+        """Release the transfers chained after t: by their at_s, or not at
+        all once stop_s has passed (and then theirs neither)."""
+        for nxt in self.followers.pop(t.index, []):
+            if self.stop_s is not None and self.now() >= self.stop_s:
+                self._finish(nxt)           # not started: no times, no error
+            else:
+                bisect.insort(self.pending, nxt, key=lambda u: u.spec["at_s"])
 
 
 def _no_delay(sock: socket.socket) -> None:
@@ -304,7 +347,8 @@ def main() -> None:
     time.sleep(max(0.0, start["t0"] - time.monotonic()))
     results = loop.run(start["t0"])
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    _say({"transfers": results, "cpu_s": round(usage.ru_utime + usage.ru_stime, 4)})
+    _say({"transfers": results, "received_samples": loop.sample_record(),
+          "cpu_s": round(usage.ru_utime + usage.ru_stime, 4)})
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ class Transfer:
     dst_ip: str
     client_port: int
     server_port: int
-    at_s: float             # start, seconds after the release
+    at_s: float             # start, seconds after the release (at the earliest, if chained)
     size: int               # bytes
+    after: int | None = None    # closed loop: start when this transfer (its index) ends
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,11 @@ class TransferOutcome:
     error: str | None
 
     @property
+    def started(self) -> bool:
+        """False for a chained transfer the run's stop_s left unstarted."""
+        return self.start_s is not None or self.error is not None
+
+    @property
     def completion_s(self) -> float | None:
         """Connection opened to last byte received; None if it never completed."""
         if self.error or self.start_s is None or self.last_byte_s is None:
@@ -67,19 +73,28 @@ class TransferDriver:
         self.fabric = fabric
         self.procs = procs
         self.cpu_s: float | None = None     # the driver process's CPU time in the last run()
+        # (seconds after the release, bytes received by then) in the last run,
+        # every sample_s seconds if asked for.
+        self.received_samples: list[tuple[float, int]] = []
 
     def run(self, transfers: list[Transfer], mptcp: bool, logdir: Path,
-            timeout_s: float = TRANSFER_TIMEOUT_S, cc: str | None = None) -> list[TransferOutcome]:
+            timeout_s: float = TRANSFER_TIMEOUT_S, cc: str | None = None,
+            stop_s: float | None = None, sample_s: float | None = None) -> list[TransferOutcome]:
         """Run every transfer at its time; return when all have ended."""
-        return self.start(transfers, mptcp, logdir, timeout_s, cc).finish()
+        return self.start(transfers, mptcp, logdir, timeout_s, cc, stop_s, sample_s).finish()
 
     def start(self, transfers: list[Transfer], mptcp: bool, logdir: Path,
-              timeout_s: float = TRANSFER_TIMEOUT_S, cc: str | None = None) -> "RunningTransfers":
+              timeout_s: float = TRANSFER_TIMEOUT_S, cc: str | None = None,
+              stop_s: float | None = None, sample_s: float | None = None) -> "RunningTransfers":
         """Start the driver and release the schedule (times count from about
         RELEASE_LEAD_S from now); finish() waits for the outcomes. Meanwhile
         the caller may run other traffic in the same thread. `cc`: the
         congestion control of the sending sockets (TCP_CONGESTION), else the
-        host's default."""
+        host's default. `stop_s`: no chained transfer (`after`) starts after
+        it (closed loop until then). `sample_s`: how often to sample the
+        bytes received (received_samples)."""
+        if stop_s is None and any(t.after is not None for t in transfers):
+            raise ValueError("chained transfers (after=) need a stop_s: a closed loop must end")
         logdir.mkdir(parents=True, exist_ok=True)
         # An MPTCP server listens on every address: a join arrives at the
         # address of the path it opens (a listener bound to one address
@@ -88,13 +103,15 @@ class TransferDriver:
         child = JsonLinesChild(self.procs, "", logdir / "transfergen.log",
                                module="emulator.traffic.transfergen")
         try:
-            child.tell({"mptcp": mptcp, "timeout_s": timeout_s, "cc": cc,
+            child.tell({"mptcp": mptcp, "timeout_s": timeout_s, "cc": cc, "stop_s": stop_s,
+                        "sample_s": sample_s,
                         "servers": [{"ns_pid": self.fabric.pid(host), "ip": ip, "port": port}
                                     for host, ip, port in servers],
                         "transfers": [{"index": t.index, "ns_pid": self.fabric.pid(t.src),
                                        "src_ip": t.src_ip, "client_port": t.client_port,
                                        "dst_ip": t.dst_ip, "server_port": t.server_port,
-                                       "at_s": t.at_s, "bytes": t.size} for t in transfers]})
+                                       "at_s": t.at_s, "bytes": t.size, "after": t.after}
+                                      for t in transfers]})
             if child.hear(LISTEN_TIMEOUT_S) is None:
                 raise TrafficError(f"transfergen not listening after {LISTEN_TIMEOUT_S} s")
             released = time.monotonic() + RELEASE_LEAD_S
@@ -102,7 +119,8 @@ class TransferDriver:
         except BaseException:
             self.procs.stop([child.proc])
             raise
-        last_start = max((t.at_s for t in transfers), default=0.0)
+        last_start = max([t.at_s for t in transfers] + ([stop_s] if stop_s is not None else []),
+                         default=0.0)
         return RunningTransfers(self, child, transfers, logdir,
                                 released + last_start + timeout_s + 10.0)
 
@@ -126,6 +144,7 @@ class RunningTransfers:
             self.driver.procs.stop([self.child.proc])
         (self.logdir / "transfers.json").write_text(json.dumps(report))
         self.driver.cpu_s = report.get("cpu_s")
+        self.driver.received_samples = [(t, n) for t, n in report.get("received_samples", [])]
         by_index = {r["index"]: r for r in report["transfers"]}
         return [_outcome(t, by_index.get(t.index)) for t in self.transfers]
 
