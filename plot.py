@@ -47,7 +47,9 @@ linkfailure<k>-<fabric>.png (each flow's throughput over time while a DHFT
 core link is degraded, TCP against MPTCP; paper Fig 19); from
 RESULTS_DIR/provisioned-<fabric>/<scheme>/run.json provisioned-<fabric>.png
 (what the sender put on each of four provisioned paths over time, coupled
-against uncoupled MPTCP; TNC 2013); from RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
+against uncoupled MPTCP; TNC 2013); from RESULTS_DIR/scheduling<k>/<scheme>/run.json
+scheduling<k>.png (total throughput of closed-loop flows, TCP over ECMP,
+first fit at each interval and MPTCP; paper Fig 13); from RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
 algorithms<k>.png (each flow's throughput and core and access link loss
 rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
 over time with a core link slowed, per congestion control; paper Fig 11,
@@ -92,6 +94,7 @@ from figures import topologies as topologies_fig  # noqa: E402
 from figures import manytoone as manytoone_fig  # noqa: E402
 from figures import filesize as filesize_fig  # noqa: E402
 from figures import provisioned as provisioned_fig  # noqa: E402
+from figures import scheduling as scheduling_fig  # noqa: E402
 from figures import shortflows as shortflows_fig  # noqa: E402
 from figures import transfers as transfers_fig  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
@@ -190,7 +193,8 @@ class Drawing:
     cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
     model: Drawn | None = None       # the subflow model (Fig. 6), if there is its record
     # E8 "oversub<k>-<sweep>", E9 "topologies-subflows" and "topologies-rank",
-    # file sizes "filesize-<link>", short flows "shortflows<k>", transfers
+    # file sizes "filesize-<link>", short flows "shortflows<k>", scheduling
+    # "scheduling<k>", transfers
     # "transfers-<sweep>"
     others: dict[str, Drawn] = field(default_factory=dict)
 
@@ -215,7 +219,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         cc[name] = drawn
     others = {}       # E8, E9 and the file sizes, by figure name
     for fig_module in (oversub_fig, topologies_fig, manytoone_fig, filesize_fig, shortflows_fig,
-                       transfers_fig, linkfailure_fig, provisioned_fig):
+                       transfers_fig, linkfailure_fig, provisioned_fig, scheduling_fig):
         for name, (png, drawn) in fig_module.draw_all(results, plots).items():
             _written(png)
             others[name] = drawn
@@ -228,7 +232,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
              f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, {results}/topologies/, "
              f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/, "
              f"{results}/shortflows<k>/, {results}/transfers/, {results}/linkfailure<k>-<fabric>/, "
-             f"{results}/manytoone/, {results}/provisioned-<fabric>/ "
+             f"{results}/manytoone/, {results}/provisioned-<fabric>/, {results}/scheduling<k>/ "
              f"or {results}/model/; "
              "nothing to draw")
         return None
@@ -246,7 +250,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     report = results / "report.md"
     extra = [line for fig in (wifi3g_fig, dhft_fig, linkfailure_fig, oversub_fig, topologies_fig,
                               manytoone_fig, filesize_fig, shortflows_fig, transfers_fig,
-                              provisioned_fig, cc_fig, model_fig)
+                              provisioned_fig, scheduling_fig, cc_fig, model_fig)
              for line in fig.report_lines(results)]
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
     return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, others)

@@ -85,10 +85,39 @@ class EmpiricalSizes:
         return {"kind": "cdf", "source": self.source, "mean_bytes": round(self.mean_bytes, 1),
                 "points": [list(p) for p in self.points]}
 
+    def fraction_at(self, size: float) -> float:
+        """The CDF at `size`, interpolated as draw() does."""
+        (s0, f0) = self.points[0]
+        if size < s0:
+            return 0.0
+        for s1, f1 in self.points[1:]:
+            if size < s1:
+                return f0 + (f1 - f0) * (size - s0) / (s1 - s0)
+            s0, f0 = s1, f1
+        return 1.0
+
+    def above(self, min_bytes: int) -> "EmpiricalSizes":
+        """The distribution of the sizes of at least `min_bytes`: the CDF
+        from there on, rescaled to start at 0."""
+        base = self.fraction_at(min_bytes)
+        if base >= 1:
+            raise ValueError(f"no sizes above {min_bytes} bytes")
+        rest = [(s, (f - base) / (1 - base)) for s, f in self.points if s > min_bytes]
+        return EmpiricalSizes(((min_bytes, 0.0), *rest), self.source)
+
+    def scaled(self, factor: float) -> "EmpiricalSizes":
+        """Every size times `factor` (at least 1 byte; sizes that round to
+        the same byte count keep the larger fraction)."""
+        points: dict[int, float] = {}
+        for s, f in self.points:
+            points[max(1, round(s * factor))] = f
+        return EmpiricalSizes(tuple(points.items()), self.source)
+
     @classmethod
-    def from_text(cls, text: str, source: str = "") -> "EmpiricalSizes":
+    def from_text(cls, text: str, source: str = "",
+                  max_bytes: int = MAX_FILE_BYTES) -> "EmpiricalSizes":
         """Parse and check a CDF table; every fault is a ConfigError naming
-        the file and line."""
+        the file and line. Sizes up to `max_bytes`."""
         where = source or "CDF"
         points: list[tuple[int, float]] = []
         for n, line in enumerate(text.splitlines(), 1):
@@ -103,9 +132,9 @@ class EmpiricalSizes:
                 size_f, fraction = float(fields[0]), float(fields[1])
             except ValueError:
                 raise ConfigError(f"{where} line {n}: {line!r} is not two numbers") from None
-            if not (size_f == size_f and 1 <= size_f <= MAX_FILE_BYTES and size_f == int(size_f)):
+            if not (size_f == size_f and 1 <= size_f <= max_bytes and size_f == int(size_f)):
                 raise ConfigError(f"{where} line {n}: size {fields[0]} must be a whole number of "
-                                  f"bytes within 1..{MAX_FILE_BYTES}")
+                                  f"bytes within 1..{max_bytes}")
             if not 0 < fraction <= 1:     # NaN fails this too
                 raise ConfigError(f"{where} line {n}: fraction {fields[1]} must be within 0..1 "
                                   "(above 0; a cumulative fraction, not a percentage)")
@@ -134,7 +163,7 @@ class EmpiricalSizes:
         return cls.from_file(Path(given))
 
     @classmethod
-    def from_file(cls, path: Path) -> "EmpiricalSizes":
+    def from_file(cls, path: Path, max_bytes: int = MAX_FILE_BYTES) -> "EmpiricalSizes":
         if path.is_dir():
             raise ConfigError(f"--file-cdf {path}: is a folder, not a file")
         try:
@@ -142,7 +171,7 @@ class EmpiricalSizes:
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not a text file"
             raise ConfigError(f"--file-cdf {path}: cannot read it ({reason})") from None
-        return cls.from_text(text, str(path))
+        return cls.from_text(text, str(path), max_bytes)
 
 
 FileSizes = FixedSize | EmpiricalSizes

@@ -12,6 +12,7 @@ drawn without the harness's dependencies.
     <results>/topologies/<topology>/permutation/flows<N>/     E9
     <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
     <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
+    <results>/scheduling<k>/<scheme>[-<interval>s]/           first fit against MPTCP (Fig. 13)
     <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
     <results>/manytoone/bcube<n>-<k>/<scheme>/reads/          BCube many-to-one
     <results>/provisioned-<fabric>[-order<paths>]/<scheme>/   provisioned paths (E10)
@@ -78,6 +79,10 @@ def manytoone_run(results: Path, n: int, k: int, scheme: str) -> Path:
     return results / "manytoone" / f"bcube{n}-{k}" / scheme / "reads"
 
 
+def scheduling_run(results: Path, k: int, label: str) -> Path:
+    return results / f"scheduling{k}" / label
+
+
 def model_run(results: Path) -> Path:
     return results / "model"
 
@@ -91,6 +96,7 @@ OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
 TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
 FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
 SHORTFLOWS_RECORDS = f"shortflows*/*/{RECORD}"
+SCHEDULING_RECORDS = f"scheduling*/*/{RECORD}"
 TRANSFERS_RECORDS = f"transfers/*/*/*/{RECORD}"
 MANYTOONE_RECORDS = f"manytoone/*/*/reads/{RECORD}"
 PROVISIONED_RECORDS = f"provisioned-*/*/{RECORD}"

@@ -4,7 +4,8 @@
 `run_mptcp.sh linkfailure [options]` (Fig. 19),
 `run_mptcp.sh oversub [options]` (E8), `run_mptcp.sh topologies [options]`
 (E9), `run_mptcp.sh manytoone [options]` (BCube many-to-one),
-`run_mptcp.sh provisioned [options]` (E10, provisioned paths) and
+`run_mptcp.sh provisioned [options]` (E10, provisioned paths),
+`run_mptcp.sh scheduling [options]` (paper Fig. 13, first fit) and
 `run_mptcp.sh model [options]` (paper Fig. 6, computed): parse,
 check, run, plot.
 
@@ -31,6 +32,7 @@ from harness.shared_options import EXIT_BAD_INPUT, PROG
 from harness.options import (cc_compare_config_from, cc_compare_parser,
                              filesize_config_from_args, filesize_parser,
                              shortflows_config_from_args, shortflows_parser,
+                             scheduling_config_from_args, scheduling_parser,
                              transfers_config_from_args, transfers_parser,
                              config_from_args, dhft_config_from_args, dhft_parser,
                              linkfailure_config_from_args, linkfailure_parser,
@@ -109,6 +111,8 @@ COMMANDS = {
                         _run_experiment("experiments.filesize", "FilesizeExperiment"), delay=True),
     "shortflows": Command(shortflows_parser, shortflows_config_from_args,
                           _run_experiment("experiments.shortflows", "ShortflowsExperiment")),
+    "scheduling": Command(scheduling_parser, scheduling_config_from_args,
+                          _run_experiment("experiments.scheduling", "SchedulingExperiment")),
     "transfers": Command(transfers_parser, transfers_config_from_args,
                          _run_experiment("experiments.transfers", "TransfersExperiment")),
     "manytoone": Command(manytoone_parser, manytoone_config_from_args,

@@ -15,6 +15,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 LinkFailureConfig, OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
                                 TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
                                 SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
+                                SCHEDULING_SCHEMES, SchedulingConfig,
                                 MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, ManyToOneConfig,
                                 PROVISIONED_SCHEMES, ProvisionedConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
@@ -341,6 +342,25 @@ def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argp
                               file_cdf=EmpiricalSizes.from_option(args.file_cdf))
     args.notes = [note]     # the long flows' cc is each scheme's, not the default
     return cfg, args
+
+
+def scheduling_parser() -> argparse.ArgumentParser:
+    d = SchedulingConfig()
+    p = subcommand_parser("scheduling", "Paper Fig. 13: Hedera's first fit at several intervals against "
+                                        "TCP over ECMP and MPTCP, closed-loop flows of VL2-like sizes "
+                                        "on FatTree(k), openflow-reactive fabric.")
+    p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
+    add_name_list(p, "--schemes", d.schemes, SCHEDULING_SCHEMES)
+    p.add_argument("--intervals", default=",".join(f"{t:g}" for t in d.intervals_s),
+                   help="first fit's intervals in seconds, comma list (the paper's %(default)s)")
+    p.add_argument("--subflows", type=int, default=d.subflows, help="MPTCP's subflows (%(default)s)")
+    add_long_flow_options(p, d)
+    return p
+
+
+scheduling_config_from_args = long_flow_command(scheduling_parser, SchedulingConfig, lambda a: dict(
+    k=a.k, schemes=name_list(a.schemes), intervals_s=number_list(a.intervals, "--intervals"),
+    subflows=a.subflows))
 
 
 def kernel_schemes(given: str | None, choices: tuple[str, ...]) -> tuple[tuple[str, ...], str]:

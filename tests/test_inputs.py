@@ -40,6 +40,8 @@ SUBCOMMANDS = {
     "shortflows": (["shortflows"], cli.shortflows_parser()),
     "transfers": (["transfers"], cli.transfers_parser()),
     "manytoone": (["manytoone"], cli.manytoone_parser()),
+    "provisioned": (["provisioned"], cli.provisioned_parser()),
+    "scheduling": (["scheduling"], cli.scheduling_parser()),
 }
 
 
@@ -118,6 +120,9 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["transfers", "--receivers", "9"], "1..8"),
     (["manytoone", "--n", "4", "--k", "2"], "576 flows"),
     (["manytoone", "--schemes", "lia,cubic"], "unknown scheme"),
+    (["scheduling", "--fabric", "l3"], "runs on openflow-reactive"),
+    (["scheduling", "--intervals", "0.01,1"], "every 0.05..60 s"),
+    (["scheduling", "--schemes", ""], "at least one"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):
     done = subprocess.run([SCRIPT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)

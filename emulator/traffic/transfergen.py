@@ -30,9 +30,9 @@ Protocol (one JSON object per line):
           (times in seconds since t0; None where it did not happen)
 
 Closed loop: a transfer whose "after" names another starts when that one
-ends (completed or failed), not before its own at_s. Once "stop_s" has
-passed, such a transfer is not started at all: it ends with every time None
-and no error ("not started"), and so do the ones chained after it.
+ends (completed or failed), not before its own at_s. At "stop_s" the run
+ends: transfers still running are ended with error STOPPED, and the chained
+ones not yet started never start (every time None, no error).
 "received_samples": every "sample_s" seconds (at the first event after the
 mark, within SELECT_WAIT_S), the bytes every receiving side had until then,
 so a caller can count what arrived in a window while transfers are still
@@ -62,6 +62,7 @@ HEADER = struct.Struct("!II")         # index, size in bytes
 SOL_MPTCP, MPTCP_INFO = 284, 1        # include/uapi/linux/mptcp.h; the first byte is mptcpi_subflows
 CHUNK = 64 * 1024
 EXPIRY_SCAN_S = 0.5
+STOPPED = "running at stop_s"
 SELECT_WAIT_S = 0.2
 ZEROS = bytes(CHUNK)
 
@@ -114,6 +115,7 @@ class TransferLoop:
             if t.spec.get("after") is not None:
                 self.followers.setdefault(t.spec["after"], []).append(t)
         self.stop_s = setup.get("stop_s")
+        self.stopped = False
         self.sample_s = setup.get("sample_s")
         self.received_total = 0
         self.samples: list[list[float]] = []
@@ -139,6 +141,8 @@ class TransferLoop:
             if next_sample is not None and self.now() >= next_sample:
                 self.samples.append([round(self.now(), 4), self.received_total])
                 next_sample += self.sample_s
+            if self.stop_s is not None and self.now() >= self.stop_s and not self.stopped:
+                self._stop()
             # Timeouts are tens of seconds: the scan over every transfer runs
             # twice a second, not on every event.
             if self.now() >= next_expiry:
@@ -316,6 +320,18 @@ class TransferLoop:
             t.done = True
             self.unfinished -= 1
             self._follow(t)
+
+    def _stop(self) -> None:
+        """End the run at stop_s: the transfers not started yet never start,
+        the running ones end with STOPPED, and (through _follow) the ones
+        chained after them end unstarted."""
+        self.stopped = True
+        for t in self.pending:
+            self._finish(t)                 # not started: no times, no error
+        self.pending = []
+        for t in list(self.all.values()):
+            if not t.done and t.times["start_s"] is not None:
+                self._fail(t, STOPPED)
 
     def _follow(self, t: _Transfer) -> None:
         """Release the transfers chained after t: by their at_s, or not at

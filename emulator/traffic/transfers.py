@@ -22,6 +22,7 @@ from pathlib import Path
 from base.procs import ProcessTracker
 from emulator.traffic.common import LISTEN_TIMEOUT_S, TrafficError
 from emulator.traffic.socket_driver import JsonLinesChild
+from emulator.traffic.transfergen import STOPPED  # noqa: F401  (a transfer's error when stop_s ended it)
 
 # Both sides get the schedule this long before the first start.
 RELEASE_LEAD_S = 0.2
@@ -90,8 +91,9 @@ class TransferDriver:
         RELEASE_LEAD_S from now); finish() waits for the outcomes. Meanwhile
         the caller may run other traffic in the same thread. `cc`: the
         congestion control of the sending sockets (TCP_CONGESTION), else the
-        host's default. `stop_s`: no chained transfer (`after`) starts after
-        it (closed loop until then). `sample_s`: how often to sample the
+        host's default. `stop_s`: the run ends then; transfers still running
+        end with error STOPPED, chained ones (`after`) not yet started never
+        start (closed loop until then). `sample_s`: how often to sample the
         bytes received (received_samples)."""
         if stop_s is None and any(t.after is not None for t in transfers):
             raise ValueError("chained transfers (after=) need a stop_s: a closed loop must end")

@@ -26,6 +26,8 @@ from experiments.config.oversub import (OVERSUB_SWEEPS, OVERSUB_MATRICES, OVERSU
 from experiments.config.topologies import TOPOLOGY_NAMES, TopologyPoint, TopologiesConfig
 from experiments.config.filesize import FILESIZE_SCHEMES, FilesizeConfig, FilesizePoint
 from experiments.config.shortflows import SHORTFLOWS_SCHEMES, ShortflowsConfig, ShortflowsPoint
+from experiments.config.scheduling import (SCHEDULING_SCHEMES, SchedulingConfig,
+                                           SchedulingPoint)
 from experiments.config.transfers import TRANSFERS_SWEEPS, TransfersConfig, TransfersPoint
 from experiments.config.provisioned import (PROVISIONED_SCHEMES, ProvisionedConfig,
                                             ProvisionedPoint)
@@ -33,6 +35,7 @@ from experiments.config.manytoone import (MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, 
                                           ManyToOnePoint)
 
 __all__ = [
+    "SCHEDULING_SCHEMES", "SchedulingConfig", "SchedulingPoint",
     "WARMUP_MIN_S", "WARMUP_MAX_S", "ConfigError", "ACCESS", "CELL", "WIFI", "LinkParams",
     "buffer_pkts", "WORKLOADS", "FABRICS", "DRIVERS", "COUPLED_CONGESTION_CONTROLS",
     "CONGESTION_CONTROLS", "DEFAULT_CC", "MAX_SUBFLOWS", "WARMUP_S_AT_10MBPS",
