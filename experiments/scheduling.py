@@ -11,14 +11,15 @@ The flows are the transfer driver's (emulator/traffic/transfers.py): one
 process, a connection per flow. What is measured: the bytes every receiver
 had during the counted window, over what every host's link could carry.
 
-The fabric is always openflow-reactive: a flow's first packet goes to the
+The fabric is openflow-reactive: a flow's first packet goes to the
 controller, which hashes it onto a shortest path; with first fit, the
 controller also reads the flows' counters every interval and moves those
 above a tenth of the link rate (controller/firstfit.py). TCP and MPTCP share
 one network without the scheduler; each first fit interval gets a network
-whose controller runs at that interval.
+whose controller runs at that interval. TCP and MPTCP alone may run on
+another fabric (--fabric l3: the kernel's ECMP), labelled with it.
 
-Results: results/scheduling<k>/<tcp|mptcp|firstfit-<T>s>/run.json, with
+Results: results/scheduling<k>/<tcp|mptcp|firstfit-<T>s>[-<fabric>]/run.json, with
 cpu.csv and the transfer driver's log; the fabric's logs (the controller's
 schedule.jsonl among them) in results/scheduling<k>/fabric/<network>/.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 from dctopo import FatTree
 from emulator.network import Network
 from emulator.traffic.transfers import STOPPED, Transfer, TransferOutcome
-from experiments.config.scheduling import SchedulingConfig, SchedulingPoint
+from experiments.config.scheduling import SCHEDULING_FABRIC, SchedulingConfig, SchedulingPoint
 from experiments.fattree import first_fit_record
 from experiments.longflows import PAYLOAD_PER_FRAME
 from experiments.runner import Experiment
@@ -72,14 +73,15 @@ class SchedulingExperiment(Experiment):
 
     def network(self, interval_s: float | None) -> Network:
         cfg = self.cfg
-        name = "hash" if interval_s is None else f"firstfit-{interval_s:g}s"
+        name = (f"firstfit-{interval_s:g}s" if interval_s is not None
+                else "hash" if cfg.fabric == SCHEDULING_FABRIC else cfg.fabric)
         options = {} if interval_s is None else {"schedule_interval_s": interval_s}
         return Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
                        log_dir=cfg.results / f"scheduling{cfg.k}" / "fabric" / name,
                        fabric_options=options)
 
     def prepare(self, net: Network) -> None:
-        first_fit = net.fabric.schedule_interval_s
+        first_fit = getattr(net.fabric, "schedule_interval_s", None)
         self.say(f"built FatTree({self.cfg.k}) on {net.fabric.name}: {len(net.fabric.hosts())} hosts"
                  + (f", first fit every {first_fit:g} s" if first_fit else ", hash only"))
 
@@ -90,7 +92,8 @@ class SchedulingExperiment(Experiment):
 
     def describe(self, p: SchedulingPoint) -> str:
         cfg = self.cfg
-        return (f"scheduling{cfg.k} {scheme_label(p.scheme, p.interval_s, cfg.subflows)}, "
+        on = "" if p.fabric == SCHEDULING_FABRIC else f" on {p.fabric}"
+        return (f"scheduling{cfg.k} {scheme_label(p.scheme, p.interval_s, cfg.subflows)}{on}, "
                 f"{cfg.time_s:g} s after {cfg.warmup:g} s warm-up")
 
     def run_dir(self, p: SchedulingPoint) -> Path:

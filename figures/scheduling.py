@@ -23,6 +23,7 @@ from base import flowsizes, records
 from figures.runs import Drawn, draw_each, figure_tables, note, save_figure
 
 COLORS = {"tcp": "#ff7f0e", "firstfit": "#2ca02c", "mptcp": "#1f77b4"}
+REACTIVE = "openflow-reactive"      # first fit's fabric; bars on another say which
 SMOOTH_S = 5        # the per-second panel's moving mean: closed loops swing from second to second
 
 
@@ -40,15 +41,22 @@ class Run:
         self.first_fit = record.get("first_fit")
 
     @property
+    def fabric(self) -> str:
+        return self.record["config"]["fabric"]
+
+    @property
     def name(self) -> str:
         if self.scheme == "firstfit":
             return f"first fit {self.interval_s:g} s"
-        return f"MPTCP-{self.subflows}" if self.scheme == "mptcp" else "TCP / ECMP"
+        name = f"MPTCP-{self.subflows}" if self.scheme == "mptcp" else "TCP / ECMP"
+        return name + ("" if self.fabric == REACTIVE else f"\non {self.fabric}")
 
     @property
     def order(self) -> tuple:
-        """TCP, first fit from the longest interval down, MPTCP."""
-        return {"tcp": (0, 0.0), "firstfit": (1, -(self.interval_s or 0.0)), "mptcp": (2, 0.0)}[self.scheme]
+        """TCP, first fit from the longest interval down, MPTCP; the runs on
+        another fabric than the controller's after them."""
+        rank = {"tcp": 0, "firstfit": 1, "mptcp": 2}[self.scheme]
+        return (self.fabric != REACTIVE, rank, -(self.interval_s or 0.0))
 
 
 def load(results: Path) -> dict[str, list[Run]]:
@@ -70,7 +78,7 @@ def _subtitle(runs: list[Run]) -> str:
     sizes = flowsizes.from_record(c["flow_sizes"]).describe().replace("files", "flows")
     return (f"FatTree({c['k']}), {r['hosts']} hosts in a permutation, each sending one flow at a time "
             f"(closed loop), {sizes}; {c['bw_mbps']:g} Mb/s links, {c['queue_pkts']}-packet queues, "
-            f"{c['fabric']}; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+            f"{REACTIVE} unless a bar names another fabric; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
 
 
 def draw(runs: list[Run], out: Path) -> Drawn:
@@ -83,7 +91,7 @@ def draw(runs: list[Run], out: Path) -> Drawn:
     for x, r in zip(xs, runs):
         moved = f"\n{r.first_fit['moves']} moved" if r.first_fit else ""
         left.text(x, r.pct + 1.5, f"{r.pct:.1f}{moved}", ha="center", va="bottom", fontsize=8)
-    left.set_xticks(xs, [r.name for r in runs], fontsize=8)
+    left.set_xticks(xs, [r.name.replace("first fit ", "first fit\n") for r in runs], fontsize=8)
     left.set_ylabel("total throughput, % of the hosts' links")
     left.set_ylim(0, 110)
     left.grid(alpha=0.3, axis="y")
@@ -91,9 +99,9 @@ def draw(runs: list[Run], out: Path) -> Drawn:
     for r in runs:
         smooth = np.convolve(r.per_second, np.ones(SMOOTH_S) / SMOOTH_S, mode="valid")
         right.plot(np.arange(len(smooth)) + SMOOTH_S / 2, smooth, color=COLORS[r.scheme],
-                   linestyle="-" if r.valid else "--", linewidth=1,
+                   linestyle=("-" if r.fabric == REACTIVE else ":") if r.valid else "--", linewidth=1,
                    alpha=1.0 if r.scheme != "firstfit" else 0.4 + 0.6 * (r.interval_s or 0) / 5,
-                   label=r.name)
+                   label=r.name.replace("\n", " "))
     c = runs[0].record["config"]
     right.axvspan(c["warmup_s"], c["warmup_s"] + c["time_s"], color="grey", alpha=0.08,
                   label="counted")
@@ -105,7 +113,7 @@ def draw(runs: list[Run], out: Path) -> Drawn:
     fig.suptitle("First fit scheduling against ECMP and MPTCP (paper Fig. 13): closed-loop flows\n"
                  + textwrap.fill(_subtitle(runs), 150), fontsize=8)
     shown = {r.record["config"]["label"]: {"pct": r.pct, "valid": r.valid} for r in runs}
-    flagged = [f"{r.name}: {', '.join(r.flags)}" for r in runs if not r.valid]
+    flagged = [f"{r.name.replace(chr(10), ' ')}: {', '.join(r.flags)}" for r in runs if not r.valid]
     notes = ("INVALID (hatched, dashed): " + "; ".join(flagged)) if flagged else ""
     return save_figure(fig, out, lambda _fig: shown, notes, wrap=140, reserve=0.06)
 
@@ -130,7 +138,7 @@ def report_lines(results: Path) -> list[str]:
     return figure_tables(REPORT_HEAD, figures, [
         "scheme", "% of optimal", "Mb/s", "flows completed", "first fit: rounds, moved",
         "cpu %"], lambda _label, r: [
-        f"{r.name}{'' if r.valid else ' !'}", f"{r.pct:.1f}", f"{r.record['goodput_mbps']:.2f}",
+        f"{r.name.replace(chr(10), ' ')}{'' if r.valid else ' !'}", f"{r.pct:.1f}", f"{r.record['goodput_mbps']:.2f}",
         str(r.record["flows"]["completed"]),
         f"{r.first_fit['rounds']}, {r.first_fit['moves']}" if r.first_fit else "–",
         str(r.record["cpu_mean_pct"])])

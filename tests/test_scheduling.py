@@ -54,12 +54,17 @@ def test_points_share_a_network_for_tcp_and_mptcp_and_one_per_interval():
     assert [(p.scheme, p.interval_s, p.label) for p in cfg.points()] == [
         ("tcp", None, "tcp"), ("mptcp", None, "mptcp"), ("firstfit", 5, "firstfit-5s"),
         ("firstfit", 1, "firstfit-1s"), ("firstfit", 0.1, "firstfit-0.1s")]
-    try:
-        SchedulingConfig(schemes=("firstfit",), intervals_s=()).validate()
-    except ConfigError as exc:
-        assert "--intervals" in str(exc)
-    else:
-        raise AssertionError("an empty interval list was accepted")
+    on_l3 = SchedulingConfig(schemes=("tcp", "mptcp"), fabric="l3")
+    on_l3.validate()
+    assert [p.label for p in on_l3.points()] == ["tcp-l3", "mptcp-l3"]
+    for bad, words in ((SchedulingConfig(schemes=("firstfit",), intervals_s=()), "--intervals"),
+                       (SchedulingConfig(fabric="l3"), "first fit runs on openflow-reactive")):
+        try:
+            bad.validate()
+        except ConfigError as exc:
+            assert words in str(exc)
+        else:
+            raise AssertionError(f"{bad} was accepted")
 
 
 def test_the_chains_cover_the_run_at_the_links_full_rate():

@@ -40,15 +40,21 @@ def vl2_sizes() -> EmpiricalSizes:
     return EmpiricalSizes.from_file(VL2_SIZES_FILE, VL2_MAX_BYTES)
 
 
+SCHEDULING_FABRIC = "openflow-reactive"
+
+
 @dataclass(frozen=True)
 class SchedulingPoint:
     """One run: a scheme, and for first fit its interval."""
     scheme: str
     interval_s: float | None = None
+    fabric: str = SCHEDULING_FABRIC
 
     @property
     def label(self) -> str:
-        return f"firstfit-{self.interval_s:g}s" if self.scheme == "firstfit" else self.scheme
+        if self.scheme == "firstfit":
+            return f"firstfit-{self.interval_s:g}s"
+        return self.scheme + ("" if self.fabric == SCHEDULING_FABRIC else f"-{self.fabric}")
 
     def run_dir(self, results: Path, k: int) -> Path:
         return records.scheduling_run(results, k, self.label)
@@ -57,15 +63,16 @@ class SchedulingPoint:
 @dataclass(frozen=True)
 class SchedulingConfig(LongFlowSettings):
     """Everything `run_mptcp.sh scheduling` was asked to do. The fabric is
-    always openflow-reactive: first fit is the controller's, and TCP and
-    MPTCP run over the same controller's hash to compare with it."""
+    openflow-reactive by default: first fit is its controller's, and TCP and
+    MPTCP run over the same controller's hash to compare with it. TCP and
+    MPTCP may run on another fabric (their records are labelled with it)."""
     k: int = 4
     schemes: tuple[str, ...] = SCHEDULING_SCHEMES
     intervals_s: tuple[float, ...] = PAPER_INTERVALS_S
     subflows: int = 8                               # the paper's MPTCP in Fig. 13
     min_flow_bytes: int = MIN_FLOW_BYTES
     time_s: float = 60.0
-    fabric: str = "openflow-reactive"
+    fabric: str = SCHEDULING_FABRIC
     link: LinkParams = field(default_factory=LinkParams)
 
     @property
@@ -89,9 +96,9 @@ class SchedulingConfig(LongFlowSettings):
                                       f"{MIN_SCHEDULE_S:g}..{MAX_SCHEDULE_S:g} s")
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP needs 2..{MAX_SUBFLOWS}")
-        if self.fabric != "openflow-reactive":
-            raise ConfigError(f"--fabric {self.fabric}: the scheduling experiment runs on "
-                              "openflow-reactive (first fit is its controller's)")
+        if "firstfit" in self.schemes and self.fabric != SCHEDULING_FABRIC:
+            raise ConfigError(f"--fabric {self.fabric}: first fit runs on {SCHEDULING_FABRIC} "
+                              "(it is its controller's); give --schemes tcp,mptcp for another fabric")
         self.check_settings()
         if self.time_s < SCHEDULING_MIN_TIME_S:
             raise ConfigError(f"--time {self.time_s:g}: the scheduling experiment needs at least "
@@ -105,7 +112,7 @@ class SchedulingConfig(LongFlowSettings):
         """TCP and MPTCP first (one network, no scheduler), then first fit
         from the longest interval down (a network each: the controller
         starts with its interval)."""
-        out = [SchedulingPoint(s) for s in ("tcp", "mptcp") if s in self.schemes]
+        out = [SchedulingPoint(s, fabric=self.fabric) for s in ("tcp", "mptcp") if s in self.schemes]
         if "firstfit" in self.schemes:
             out += [SchedulingPoint("firstfit", t) for t in sorted(set(self.intervals_s), reverse=True)]
         return out
