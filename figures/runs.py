@@ -345,18 +345,26 @@ def draw_sweeps(data: dict[str, dict[str, object]], plots: Path, draw: dict) -> 
     return drawn
 
 
-def runs_by_scheme(results: Path, pattern: str, read, figure_of, order) -> dict[str, dict[str, object]]:
-    """{figure name: {scheme: run}} from the records matching `pattern`:
-    `read(record)` makes a run with a `scheme` (a record it cannot read is
-    noted and skipped), `figure_of(path)` names the figure a record belongs
-    to; schemes outside `order` are left out, the rest kept in its order."""
-    out: dict[str, dict[str, object]] = {}
+def read_records(results: Path, pattern: str, read):
+    """(path, read(record)) for every committed record matching `pattern`;
+    a record that cannot be read, or that `read` cannot make sense of, is
+    noted and skipped."""
     for path in records.committed(results, pattern):
         try:
             run = read(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
             note(f"skipped {path}: {exc}")
             continue
+        yield path, run
+
+
+def runs_by_scheme(results: Path, pattern: str, read, figure_of, order) -> dict[str, dict[str, object]]:
+    """{figure name: {scheme: run}} from the records matching `pattern`:
+    `read(record)` makes a run with a `scheme` (read_records),
+    `figure_of(path)` names the figure a record belongs to; schemes outside
+    `order` are left out, the rest kept in its order."""
+    out: dict[str, dict[str, object]] = {}
+    for path, run in read_records(results, pattern, read):
         if run.scheme in order:
             out.setdefault(figure_of(path), {})[run.scheme] = run
     return {name: {s: runs[s] for s in order if s in runs} for name, runs in sorted(out.items())}

@@ -12,7 +12,6 @@ when run every 100 ms.
 """
 from __future__ import annotations
 
-import json
 import textwrap
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import flowsizes, records
-from figures.runs import Drawn, draw_each, figure_tables, note, save_figure
+from figures.runs import Drawn, draw_each, figure_tables, read_records, save_figure
 
 COLORS = {"tcp": "#ff7f0e", "firstfit": "#2ca02c", "mptcp": "#1f77b4"}
 REACTIVE = "openflow-reactive"      # first fit's fabric; bars on another say which
@@ -49,7 +48,7 @@ class Run:
         if self.scheme == "firstfit":
             return f"first fit {self.interval_s:g} s"
         name = f"MPTCP-{self.subflows}" if self.scheme == "mptcp" else "TCP / ECMP"
-        return name + ("" if self.fabric == REACTIVE else f"\non {self.fabric}")
+        return name + ("" if self.fabric == REACTIVE else f" on {self.fabric}")
 
     @property
     def order(self) -> tuple:
@@ -62,12 +61,7 @@ class Run:
 def load(results: Path) -> dict[str, list[Run]]:
     """{"scheduling<k>": [run, ...] in the bars' order}."""
     out: dict[str, list[Run]] = {}
-    for path in records.committed(results, records.SCHEDULING_RECORDS):
-        try:
-            run = Run(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
+    for path, run in read_records(results, records.SCHEDULING_RECORDS, Run):
         out.setdefault(path.parent.parent.name, []).append(run)
     return {name: sorted(runs, key=lambda r: r.order) for name, runs in sorted(out.items())}
 
@@ -91,7 +85,8 @@ def draw(runs: list[Run], out: Path) -> Drawn:
     for x, r in zip(xs, runs):
         moved = f"\n{r.first_fit['moves']} moved" if r.first_fit else ""
         left.text(x, r.pct + 1.5, f"{r.pct:.1f}{moved}", ha="center", va="bottom", fontsize=8)
-    left.set_xticks(xs, [r.name.replace("first fit ", "first fit\n") for r in runs], fontsize=8)
+    left.set_xticks(xs, [r.name.replace("first fit ", "first fit\n").replace(" on ", "\non ") for r in runs],
+                    fontsize=8)
     left.set_ylabel("total throughput, % of the hosts' links")
     left.set_ylim(0, 110)
     left.grid(alpha=0.3, axis="y")
@@ -101,7 +96,7 @@ def draw(runs: list[Run], out: Path) -> Drawn:
         right.plot(np.arange(len(smooth)) + SMOOTH_S / 2, smooth, color=COLORS[r.scheme],
                    linestyle=("-" if r.fabric == REACTIVE else ":") if r.valid else "--", linewidth=1,
                    alpha=1.0 if r.scheme != "firstfit" else 0.4 + 0.6 * (r.interval_s or 0) / 5,
-                   label=r.name.replace("\n", " "))
+                   label=r.name)
     c = runs[0].record["config"]
     right.axvspan(c["warmup_s"], c["warmup_s"] + c["time_s"], color="grey", alpha=0.08,
                   label="counted")
@@ -113,7 +108,7 @@ def draw(runs: list[Run], out: Path) -> Drawn:
     fig.suptitle("First fit scheduling against ECMP and MPTCP (paper Fig. 13): closed-loop flows\n"
                  + textwrap.fill(_subtitle(runs), 150), fontsize=8)
     shown = {r.record["config"]["label"]: {"pct": r.pct, "valid": r.valid} for r in runs}
-    flagged = [f"{r.name.replace(chr(10), ' ')}: {', '.join(r.flags)}" for r in runs if not r.valid]
+    flagged = [f"{r.name}: {', '.join(r.flags)}" for r in runs if not r.valid]
     notes = ("INVALID (hatched, dashed): " + "; ".join(flagged)) if flagged else ""
     return save_figure(fig, out, lambda _fig: shown, notes, wrap=140, reserve=0.06)
 
@@ -138,7 +133,7 @@ def report_lines(results: Path) -> list[str]:
     return figure_tables(REPORT_HEAD, figures, [
         "scheme", "% of optimal", "Mb/s", "flows completed", "first fit: rounds, moved",
         "cpu %"], lambda _label, r: [
-        f"{r.name.replace(chr(10), ' ')}{'' if r.valid else ' !'}", f"{r.pct:.1f}", f"{r.record['goodput_mbps']:.2f}",
+        f"{r.name}{'' if r.valid else ' !'}", f"{r.pct:.1f}", f"{r.record['goodput_mbps']:.2f}",
         str(r.record["flows"]["completed"]),
         f"{r.first_fit['rounds']}, {r.first_fit['moves']}" if r.first_fit else "–",
         str(r.record["cpu_mean_pct"])])

@@ -11,14 +11,13 @@ are red crosses with their flags under the figure.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import Drawn, draw_each, mark_invalid, note, save_figure, section_head
+from figures.runs import Drawn, draw_each, mark_invalid, note, read_records, save_figure, section_head
 
 
 class Point:
@@ -38,12 +37,7 @@ class Point:
 def load(results: Path) -> dict[str, list[Point]]:
     """{sweep: points}, only those with a completion time."""
     out: dict[str, list[Point]] = {}
-    for path in records.committed(results, records.TRANSFERS_RECORDS):
-        try:
-            p = Point(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
+    for path, p in read_records(results, records.TRANSFERS_RECORDS, Point):
         if p.seconds is None:
             note(f"{path}: not every part arrived ({', '.join(p.flags)}); not drawn")
             continue
