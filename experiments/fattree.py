@@ -21,8 +21,9 @@ from dctopo import FatTree
 from experiments.config import RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
-from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,
-                               mptcp_counters, run_flags, subflows_by_flow)
+from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections,
+                                   first_fit_record, flow_key, mptcp_counters, run_flags,
+                                   subflows_by_flow)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
 from experiments.startup import PhaseClock, startup_record
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
@@ -271,15 +272,6 @@ class Sweep:
             "flags": flags,
             "health": problems,
         }
-
-
-def first_fit_record(fabric, interval_s: float, since: float, until: float) -> dict:
-    """What the controller's first fit did during a run (its schedule log):
-    rounds, flows moved, and the longest decision."""
-    rounds = [r for r in fabric.schedule_rounds() if since <= r["time"] <= until]
-    return {"interval_s": interval_s, "rounds": len(rounds),
-            "moves": sum(len(r["moves"]) for r in rounds),
-            "decision_s_max": max((r["decision_s"] for r in rounds), default=None)}
 
 
 class FatTreeExperiment(Experiment):

@@ -1,6 +1,8 @@
 """What every experiment of long flows reads the same way: the kernel's
-MPTCP counters over all hosts, the path manager's connections per flow, and
-the flags that make a run of long flows untrustworthy."""
+MPTCP counters over all hosts, the path manager's connections per flow, the
+flags that make a run of long flows untrustworthy, and what the controller's
+first fit did during a run (the FatTree sweep's and the scheduling
+experiment's)."""
 from __future__ import annotations
 
 import time
@@ -79,3 +81,12 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
     if cpu.saturated():
         flags.append("cpu_saturated")
     return flags
+
+
+def first_fit_record(fabric, interval_s: float, since: float, until: float) -> dict:
+    """What the controller's first fit did during a run (its schedule log):
+    rounds, flows moved, and the longest decision."""
+    rounds = [r for r in fabric.schedule_rounds() if since <= r["time"] <= until]
+    return {"interval_s": interval_s, "rounds": len(rounds),
+            "moves": sum(len(r["moves"]) for r in rounds),
+            "decision_s_max": max((r["decision_s"] for r in rounds), default=None)}

@@ -34,8 +34,7 @@ from dctopo import FatTree
 from emulator.network import Network
 from emulator.traffic.transfers import STOPPED, Transfer, TransferOutcome
 from experiments.config.scheduling import SCHEDULING_FABRIC, SchedulingConfig, SchedulingPoint
-from experiments.fattree import first_fit_record
-from experiments.longflows import PAYLOAD_PER_FRAME
+from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record
 from experiments.runner import Experiment
 from monitor import CpuMonitor
 from workloads import derangement

@@ -104,7 +104,7 @@ def test_the_sweep_takes_first_fit_on_the_reactive_fabric_only():
 
 
 def test_a_runs_first_fit_record_counts_the_rounds_during_it():
-    from experiments.fattree import first_fit_record
+    from experiments.longflows import first_fit_record
 
     class Logged:
         def schedule_rounds(self):
