@@ -98,18 +98,15 @@ def switch_sent(net: Network) -> dict[str, int]:
 
 
 def switch_drops(net: Network) -> dict[str, int]:
-    """Packets every switch interface's egress has dropped (its root qdisc's count)."""
-    from monitor.ports import _RtnlNode
-    drops = {}
-    for sw in net.topo.switches():
-        node = _RtnlNode(net.fabric.pid(sw))
-        try:
-            for name, counters in node.read().items():
-                if name.split("-")[0] == sw:
-                    drops[name] = counters.drops
-        finally:
-            node.close()
-    return drops
+    """Packets every switch interface's egress has dropped (its root qdisc's
+    count, as the port monitor reads it)."""
+    from monitor import PortMonitor
+    monitor = PortMonitor({sw: net.fabric.pid(sw) for sw in net.topo.switches()})
+    monitor.open()
+    try:
+        return {name: c.drops for sw in net.topo.switches() for name, c in monitor.read(sw).items()}
+    finally:
+        monitor.close()
 
 
 def link_intf(topo: Provisioned, here: str, there: str) -> str:
