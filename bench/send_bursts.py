@@ -44,7 +44,7 @@ MSS = 1448
 
 def capture(iface: str, seconds: float, out: Path) -> None:
     """Runs inside the namespace (nsenter): TCP packets on iface as JSON
-    lines [timestamp, sport, dport, payload bytes, outgoing]. By hand with
+    lines [timestamp, sport, dport, payload bytes, outgoing, seq, ack]. By hand with
     AF_PACKET: tcpdump is not among the harness's packages."""
     sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0003))
     sock.bind((iface, 0))
@@ -62,19 +62,19 @@ def capture(iface: str, seconds: float, out: Path) -> None:
         outgoing = addr[2] == socket.PACKET_OUTGOING
         ihl = (data[14] & 0x0F) * 4
         total = struct.unpack("!H", data[16:18])[0]
-        sport, dport = struct.unpack("!HH", data[14 + ihl:18 + ihl])
+        sport, dport, seq, ack = struct.unpack("!HHII", data[14 + ihl:26 + ihl])
         payload = total - ihl - (data[14 + ihl + 12] >> 4) * 4
         stamp = next((struct.unpack("qq", v[:16]) for lvl, typ, v in anc
                       if lvl == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS), None)
-        if stamp and (payload > 0 or not outgoing):
-            rows.append((stamp[0] + stamp[1] / 1e9, sport, dport, payload, outgoing))
+        if stamp:
+            rows.append((stamp[0] + stamp[1] / 1e9, sport, dport, payload, outgoing, seq, ack))
     out.write_text("\n".join(json.dumps(r) for r in rows))
 
 
 def bursts(rows: list, gap_s: float) -> list[int]:
     """Segments per burst of one flow's packets, in time order."""
     sizes, current, last = [], 0, None
-    for stamp, _sport, _dport, payload, _out in rows:
+    for stamp, _sport, _dport, payload, *_ in rows:
         if last is not None and stamp - last > gap_s:
             sizes.append(current)
             current = 0
@@ -93,17 +93,38 @@ def describe(rows: list, gap_s: float) -> str:
             f"share of segments in bursts of 4 or more {in_big:.2f}")
 
 
-def ack_to_send_us(rows: list, ports: set[int]) -> list[float]:
+def ack_to_send_us(rows: list, ports: set[int]) -> tuple[list[float], float]:
     """For each data packet the host sent on `ports`, microseconds since the
     last ACK it received on any of them, where that is under 5 ms (the
-    packet was sent in answer to an ACK, not by a timer)."""
-    out, last_ack = [], None
-    for stamp, sport, dport, payload, outgoing in rows:
-        if not outgoing and dport in ports:
-            last_ack = stamp
-        elif outgoing and sport in ports and last_ack is not None and stamp - last_ack < 0.005:
-            out.append(1e6 * (stamp - last_ack))
-    return sorted(out)
+    packet was sent in answer to an ACK, not by a timer); and the share of
+    those packets whose last ACK came on another of the ports: a subflow
+    sending when its sibling is acknowledged, not when it is."""
+    out, last_ack, crossed = [], None, 0
+    for stamp, sport, dport, payload, outgoing, *_ in rows:
+        if not outgoing and dport in ports and not payload:
+            last_ack = (stamp, dport)
+        elif outgoing and sport in ports and last_ack is not None and stamp - last_ack[0] < 0.005:
+            out.append(1e6 * (stamp - last_ack[0]))
+            crossed += last_ack[1] != sport
+    return sorted(out), crossed / len(out) if out else float("nan")
+
+
+def ack_delays_ms(rows: list) -> dict[tuple[int, int], list[float]]:
+    """At a receiver, per flow (its local port, the peer's): for each data
+    packet that arrived in order, the milliseconds until the host sent an
+    ACK covering it. The receiver's delayed ACKs set the sender's clock."""
+    waiting: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
+    delays: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for stamp, sport, dport, payload, outgoing, seq, ack in rows:
+        if not outgoing and payload:
+            waiting[(dport, sport)].append(((seq + payload) % (1 << 32), stamp))
+        elif outgoing and not payload:
+            pending = waiting[(sport, dport)]
+            # a sequence number at or before the ACK, modulo 2^32
+            covered = [w for w in pending if (ack - w[0]) % (1 << 32) < 1 << 31]
+            delays[(sport, dport)].extend(1000 * (stamp - t) for _, t in covered)
+            waiting[(sport, dport)] = [w for w in pending if w not in covered]
+    return {k: sorted(v) for k, v in delays.items()}
 
 
 def _rows(path: Path) -> list:
@@ -115,9 +136,16 @@ def report(files: dict[str, Path], gap_s: float) -> None:
     give the share of each flow's packets that never arrived."""
     arrived = defaultdict(int)
     for host in ("h2", "x2"):
-        for stamp, sport, dport, payload, outgoing in _rows(files[host]):
+        rows = _rows(files[host])
+        for stamp, sport, dport, payload, outgoing, *_ in rows:
             if not outgoing and payload > 0:
                 arrived[(sport, dport)] += 1
+        for (sport, dport), delays in sorted(ack_delays_ms(rows).items()):
+            if len(delays) > 1000:
+                print(f"    {host} acknowledging {dport}->{sport}: {len(delays)} data packets, "
+                      f"arrival to the ACK that covers it median {delays[len(delays) // 2]:.2f} ms, "
+                      f"p90 {delays[int(0.9 * len(delays))]:.2f} ms, over 5 ms "
+                      f"{100 * sum(d > 5 for d in delays) / len(delays):.1f} %")
     for host in ("h1", "x1"):
         rows = _rows(files[host])
         flows = defaultdict(list)
@@ -132,10 +160,11 @@ def report(files: dict[str, Path], gap_s: float) -> None:
         if len(data) > 1:
             together = sorted((r for mine in data.values() for r in mine), key=lambda r: r[0])
             print(f"    {host}, its flows together: {describe(together, gap_s)}")
-        lag = ack_to_send_us(rows, {sport for sport, _ in data})
+        lag, crossed = ack_to_send_us(rows, {sport for sport, _ in data})
         if lag:
             print(f"    {host}: from an ACK received to the next data packet sent, {len(lag)} packets: "
-                  f"median {lag[len(lag) // 2]:.0f} us, p90 {lag[int(0.9 * len(lag))]:.0f} us")
+                  f"median {lag[len(lag) // 2]:.0f} us, p90 {lag[int(0.9 * len(lag))]:.0f} us; "
+                  f"the ACK was another flow's for {100 * crossed:.1f} %")
 
 
 def main() -> int:
