@@ -5,6 +5,7 @@ experiments/fairness.py, from the kernel's own `tcp:tcp_probe` tracepoint
 flows' worth there, not 2, and lose a larger share of their packets).
 
     sudo .venv/bin/python bench/cwnd_trace.py [--queue 25] [--time 30] [--cc reno] [--repeat 1]
+                                              [--jitter-ms J]
 
 Per run (an MPTCP connection with two subflows under --cc, then h1's two
 single-subflow Reno connections, each beside x1's Reno flow), the tracepoint
@@ -21,6 +22,9 @@ run after its warm-up:
 * the share of ACKs that found the flow cwnd-limited (in flight within two
   packets of the window): Reno grows the window only when it is.
 
+--jitter-ms J gives the access links J +- J ms of one-way delay, as
+bench/fairness.py does.
+
 The tracepoint is enabled in a tracefs instance of our own, named after
 this process, and the instance is removed when the bench ends. Exit status
 0 whatever it measures.
@@ -28,6 +32,7 @@ this process, and the instance is removed when the bench ends. Exit status
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import statistics
@@ -41,6 +46,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from base.links import ACCESS  # noqa: E402
 from experiments.fairness import TwoPathCase  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 from kernel.transport import counter_delta, read_netstat  # noqa: E402
@@ -243,8 +249,10 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=5.0)
     ap.add_argument("--cc", default="reno", help="the MPTCP connection's (reno)")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--jitter-ms", type=float, default=0.0)
     args = ap.parse_args()
-    with KeepAwake(), TemporaryDirectory() as tmp, TwoPathCase("shared", 10, args.queue, 1) as case, \
+    access = dataclasses.replace(ACCESS, delay_ms=args.jitter_ms, jitter_ms=args.jitter_ms)
+    with KeepAwake(), TemporaryDirectory() as tmp, TwoPathCase("shared", 10, args.queue, 1, access) as case, \
             ProbeTrace() as trace:
         senders = {case.topo.path_addresses(0)[0]: "h1", "10.1.0.3": "x1"}
         for n in range(args.repeat):

@@ -3,7 +3,7 @@
 
     sudo .venv/bin/python bench/fairness.py [--ccs reno,lia,olia,ewtcp] [--repeat 2]
         [--time 40] [--warmup 5] [--bw 10] [--queue 100] [--cross 1]
-        [--cases shared,shift] [--two-flows]
+        [--cases shared,shift] [--two-flows] [--jitter-ms J]
 
 On dctopo.TwoPaths (two disjoint bottlenecks of --bw Mb/s, --queue packets,
 --cross Reno flows as competing traffic; experiments/fairness.py):
@@ -22,12 +22,22 @@ On dctopo.TwoPaths (two disjoint bottlenecks of --bw Mb/s, --queue packets,
 connections instead: what two flows' worth is on this network. Each run
 also prints h1's and x1's retransmitted share of the segments they sent.
 
+--jitter-ms J gives every access link a one-way delay of J ms with a
+uniform jitter of +-J ms (the delay line of emulator/delayline.py, never
+reordering). Without it every link's timing is exact, and a drop-tail
+queue then drops by phase (Floyd and Jacobson 1992): which flow's packet
+arrives at the instant the queue is full is fixed by the round trips, not
+by chance, and an MPTCP connection's subflows come out on the losing side
+(bench/README.md).
+
 Each case runs --repeat times per algorithm, interleaved. Exit status 0
 whatever it measures.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -36,6 +46,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from base.links import ACCESS  # noqa: E402
 from experiments.fairness import CASES, TWO_FLOWS, TwoPathCase, TwoPathResult  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 
@@ -43,7 +54,8 @@ from emulator.keepawake import KeepAwake  # noqa: E402
 def measure(case: str, ccs: list[str], args, logdir: Path) -> dict[str, list[TwoPathResult]]:
     two_flows = args.two_flows and case == "shared"
     out: dict[str, list[TwoPathResult]] = {cc: [] for cc in ccs + ([TWO_FLOWS] if two_flows else [])}
-    with TwoPathCase(case, args.bw, args.queue, args.cross) as two_paths:
+    access = dataclasses.replace(ACCESS, delay_ms=args.jitter_ms, jitter_ms=args.jitter_ms)
+    with TwoPathCase(case, args.bw, args.queue, args.cross, access) as two_paths:
         for rep in range(args.repeat):
             for cc in out:
                 if cc == TWO_FLOWS:
@@ -73,14 +85,19 @@ def main() -> int:
     ap.add_argument("--cases", default=",".join(CASES), help="comma list of " + ", ".join(CASES))
     ap.add_argument("--two-flows", action="store_true",
                     help="also two single-subflow Reno connections from h1 (shared case)")
+    ap.add_argument("--jitter-ms", type=float, default=0.0,
+                    help="access links' one-way delay and its +- jitter, ms (0: exact timing)")
     args = ap.parse_args()
+    if not (math.isfinite(args.jitter_ms) and 0 <= args.jitter_ms <= 100):
+        ap.error("--jitter-ms: must be within 0..100")
     ccs = args.ccs.split(",")
     cases = args.cases.split(",")
     if not set(cases) <= set(CASES):
         ap.error(f"--cases: choose from {', '.join(CASES)}")
     with KeepAwake(), TemporaryDirectory() as tmp:
         results = {case: measure(case, ccs, args, Path(tmp)) for case in cases}
-    print(f"\n=== TwoPaths, {args.bw:g} Mb/s bottlenecks, {args.queue}-packet queues, "
+    jitter = f", access links {args.jitter_ms:g} +- {args.jitter_ms:g} ms" if args.jitter_ms else ""
+    print(f"\n=== TwoPaths, {args.bw:g} Mb/s bottlenecks, {args.queue}-packet queues{jitter}, "
           f"{args.cross} Reno flow(s), {args.warmup:g} + {args.time:g} s, {args.repeat} runs each ===")
     for cc, runs in results.get("shared", {}).items():
         h1 = [r.retrans_pct["h1"] for r in runs]

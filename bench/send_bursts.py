@@ -109,10 +109,26 @@ def ack_to_send_us(rows: list, ports: set[int]) -> tuple[list[float], float]:
     return sorted(out), crossed / len(out) if out else float("nan")
 
 
+def ack_turnaround_us(rows: list) -> dict[tuple[int, int], list[float]]:
+    """At a receiver, per flow (its local port, the peer's): for each ACK
+    it sent within 1 ms of a data packet arriving on that flow, the
+    microseconds since that arrival. At a full drop-tail queue a freed place
+    goes to whichever packet arrives first, so a receiver that answers a few
+    microseconds later puts its sender's next packets behind the others'."""
+    last: dict[tuple[int, int], float] = {}
+    out: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for stamp, sport, dport, payload, outgoing, *_ in rows:
+        if not outgoing and payload:
+            last[(dport, sport)] = stamp
+        elif outgoing and not payload and (sport, dport) in last and stamp - last[(sport, dport)] < 0.001:
+            out[(sport, dport)].append(1e6 * (stamp - last[(sport, dport)]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def ack_delays_ms(rows: list) -> dict[tuple[int, int], list[float]]:
     """At a receiver, per flow (its local port, the peer's): for each data
-    packet that arrived in order, the milliseconds until the host sent an
-    ACK covering it. The receiver's delayed ACKs set the sender's clock."""
+    packet, the milliseconds until the host sent an ACK covering it. The
+    receiver's delayed ACKs set the sender's clock."""
     waiting: dict[tuple[int, int], list[tuple[int, float]]] = defaultdict(list)
     delays: dict[tuple[int, int], list[float]] = defaultdict(list)
     for stamp, sport, dport, payload, outgoing, seq, ack in rows:
@@ -146,6 +162,11 @@ def report(files: dict[str, Path], gap_s: float) -> None:
                       f"arrival to the ACK that covers it median {delays[len(delays) // 2]:.2f} ms, "
                       f"p90 {delays[int(0.9 * len(delays))]:.2f} ms, over 5 ms "
                       f"{100 * sum(d > 5 for d in delays) / len(delays):.1f} %")
+        for (sport, dport), turn in sorted(ack_turnaround_us(rows).items()):
+            if len(turn) > 1000:
+                print(f"    {host} answering {dport}->{sport}: {len(turn)} ACKs, from the data packet's "
+                      f"arrival to the ACK leaving: p10 {turn[len(turn) // 10]:.1f} us, median "
+                      f"{turn[len(turn) // 2]:.1f} us, p90 {turn[int(0.9 * len(turn))]:.1f} us")
     for host in ("h1", "x1"):
         rows = _rows(files[host])
         flows = defaultdict(list)

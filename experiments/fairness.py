@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dctopo import TwoPaths
+from base.links import ACCESS
 from experiments.config import LinkParams
+from emulator.delayline import stats_delta
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from kernel.transport import counter_delta, read_dev_bytes, read_snmp
@@ -52,6 +54,9 @@ class TwoPathResult:
     sent_bytes: tuple[int, int]     # what h1 sent on path 0 and on path 1
     errors: list[str] = field(default_factory=list)
     retrans_pct: dict[str, float] = field(default_factory=dict)   # h1's and x1's
+    # What the delay line did in the run, where the access links have one
+    # (emulator.delayline.stats_delta): packets, and how many it released late.
+    delay_line: dict = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -71,22 +76,26 @@ class TwoPathResult:
         reno = " ".join(f"{r:.2f}" for r in self.reno_mbps)
         lost = ", ".join(f"{h} {pct:.2f} %" for h, pct in self.retrans_pct.items())
         who = "h1's two flows" if self.cc == TWO_FLOWS else "MPTCP"
+        line = self.delay_line
+        late = (f"; delay line: {line['packets']} packets, {line['late_over_ms']['1']} released over "
+                f"1 ms late, {line['late_over_ms']['5']} over 5 ms" if line else "")
         return (f"{self.case} {self.cc}: {who} {self.mptcp_mbps:.2f} Mb/s, Reno {reno} Mb/s, {what}"
-                + (f"; retransmitted {lost}" if lost else "")
+                + (f"; retransmitted {lost}" if lost else "") + late
                 + (f"  ERRORS {self.errors}" if self.errors else ""))
 
 
 class TwoPathCase:
     """One network for one case; `run(cc)` measures one algorithm on it."""
 
-    def __init__(self, case: str, bw_mbps: float = 10, queue_pkts: int = 100, cross_flows: int = 1):
+    def __init__(self, case: str, bw_mbps: float = 10, queue_pkts: int = 100, cross_flows: int = 1,
+                 access: LinkParams = ACCESS):
         if case not in CASES:
             raise ValueError(f"unknown case {case!r}, expected one of {CASES}")
         self.case = case
         self.cross_path = 0 if case == "shared" else 1
         self.cross_flows = cross_flows
         self.topo = TwoPaths(bottleneck=LinkParams(bw_mbps=bw_mbps, queue_pkts=queue_pkts),
-                             cross_path=self.cross_path)
+                             access=access, cross_path=self.cross_path)
         # lia registers the coupled algorithms for the network's lifetime
         self.net = Network(self.topo, LinkParams(), cc="lia")
         self._next_index = 0
@@ -132,6 +141,7 @@ class TwoPathCase:
         pids = {h: net.fabric.pid(h) for h in ("h1", "x1")}
         before = read_dev_bytes(pids["h1"])
         mib_before = {h: read_snmp(pid) for h, pid in pids.items()}
+        line_before = net.delay_line_snapshot()
         outcomes = net.driver.run([*mine, *cross], True, time_s, logdir / f"{self.case}-{mine[0].index}",
                                   warmup_s=warmup_s, bind_servers=False)
         after = read_dev_bytes(pids["h1"])
@@ -140,7 +150,8 @@ class TwoPathCase:
                              sum(o.goodput_mbps for o in outcomes[:connections]),
                              [o.goodput_mbps for o in outcomes[connections:]], sent,
                              [o.error for o in outcomes if o.error],
-                             {h: _retransmitted_pct(mib_before[h], read_snmp(pid)) for h, pid in pids.items()})
+                             {h: _retransmitted_pct(mib_before[h], read_snmp(pid)) for h, pid in pids.items()},
+                             stats_delta(line_before, net.delay_line_snapshot()) if line_before else {})
 
 
 def _retransmitted_pct(before: dict[str, int], after: dict[str, int]) -> float:
