@@ -14,13 +14,14 @@ from figures.runs import REFERENCE, REFERENCE_SOURCE, Drawn, Run, common, subflo
 from figures.samples import CpuStats, RttStats
 
 # What README's "Coupled congestion control" section measured (bench/fairness.py,
-# issue 24), said wherever a run used a coupled algorithm.
+# bench/cwnd_trace.py, issue 24), said wherever a run used a coupled algorithm.
 COUPLED_SHORTFALL = (
-    "MPTCP's subflows here lose a larger share of their packets at a drop-tail queue than "
-    "single-path flows beside them, so an MPTCP connection takes less of a shared bottleneck "
-    "than the paper's did: two LIA subflows about half of one Reno flow's rate, where RFC 6356 "
-    "aims at one (README.md, \"Coupled congestion control\"). It bears on MPTCP against TCP "
-    "flows; where every flow is MPTCP with as many subflows, all meet it alike (not measured).")
+    "These runs' links have exact timing, and a drop-tail queue then drops by phase: at one "
+    "shared bottleneck MPTCP's subflows met more of the drops than a Reno flow beside them, "
+    "and two LIA subflows took about half of its rate (0.50 at 25-packet queues), where RFC 6356 "
+    "aims at one. With 2 +- 2 ms of jitter on the access links LIA took 0.91-1.06 and uncoupled "
+    "subflows 2.0 (README.md, \"Coupled congestion control\"). How much this weighs with many "
+    "flows per queue, as here, is not measured.")
 
 FIGURES = {"throughput": "Throughput and rank of flows (paper Fig 2, 3)",
            "link-util": "Rank of link utilisation (2013 Fig 4)",

@@ -12,44 +12,50 @@ half of it on the free 10 Mb/s path (share 0.50), where the other LIA run
 had 7.98 Mb/s and 0.79, and uncoupled 0.67 and 0.68. LIA not filling a
 free path is issue 24's open problem, not what these tests judge.
 
-The bounds compare LIA with uncoupled Reno measured beside it rather than
-with RFC 6356's absolute goals (LIA at one TCP flow's rate within 20 %,
-uncoupled at two flows'): on this kernel, at a drop-tail queue, an MPTCP
-subflow takes less than a TCP flow beside it, uncoupled or not (figures in
-bench/README.md), so the absolute goals cannot be told apart from that in a
-CI-sized test. What the coupling must show does not depend on it: LIA takes
-clearly less than uncoupled subflows at the shared bottleneck, and less of
-the loaded path.
+At the shared bottleneck the access links carry 2 +- 2 ms of jitter
+(JITTER): with exact timing a drop-tail queue drops by phase, MPTCP's
+subflows lose that race, and an MPTCP connection takes less than the models
+say, uncoupled or LIA (bench/README.md, "Phase effects"). With the jitter
+the test asks for RFC 6356's outcome, with room for 20 s runs: LIA within
+0.7-1.3 of the Reno flow (over 5 runs of 40 s the bench measured 0.83-0.95)
+and uncoupled subflows at 1.5 or more (1.92-2.16). The loaded-path case
+keeps exact timing and compares LIA with uncoupled Reno beside it.
 
 Both cases use 25-packet queues. At a shared bottleneck with 100 packets a Reno
 sawtooth lasts seconds, a 20 s run holds a few of them, and the ratio of
 one run ranged 0.6-1.5 for LIA and 1.0-2.0 for uncoupled: means of three
 runs overlapped (LIA 0.74-1.29, uncoupled 1.16-1.43 in five sets; two
-CI-style runs failed). With 25 packets (bench/fairness.py --queue 25,
-three runs each): uncoupled 1.32, 1.28, 1.55, LIA 0.47, 0.49, 0.57.
+CI-style runs failed; exact timing). With 25 packets and exact timing
+(bench/fairness.py --queue 25, three runs each): uncoupled 1.32, 1.28,
+1.55, LIA 0.47, 0.49, 0.57.
 On the loaded path, 100 packets did not separate the shares either (a CI
 run: uncoupled 0.67, 0.75, 0.71, LIA 0.72, 0.68, 0.70); with 25 packets the
 bench gave uncoupled 0.69, 0.70, 0.68, LIA 0.79, 0.81, 0.79.
 """
 from __future__ import annotations
 
+import dataclasses
 import statistics
 
 import pytest
 
+from base.links import ACCESS
 from experiments.fairness import TwoPathCase, TwoPathResult
 from tests.conftest import needs_root
 
 TIME_S, WARMUP_S = 20, 5
 FIRST_PAIRS, MOST_PAIRS = 1, 3   # one pair; three when it does not separate them
 QUEUE_PKTS = 25   # both cases: see the docstring
+JITTER = dataclasses.replace(ACCESS, delay_ms=2.0, jitter_ms=2.0)   # the shared case's access links
+LIA_RATIO = (0.7, 1.3)    # LIA over the Reno flow at the shared bottleneck
+UNCOUPLED_RATIO = 1.5     # uncoupled subflows over the Reno flow: at least
 
 
-def alternate(case: str, tmp_path, lia_wins) -> dict[str, list[TwoPathResult]]:
+def alternate(case: str, tmp_path, lia_wins, access=ACCESS) -> dict[str, list[TwoPathResult]]:
     """Pairs of runs (uncoupled, then LIA): FIRST_PAIRS of them, and up to
     MOST_PAIRS if `lia_wins(reno_run, lia_run)` does not hold for every pair."""
     results: dict[str, list[TwoPathResult]] = {"reno": [], "lia": []}
-    with TwoPathCase(case, queue_pkts=QUEUE_PKTS) as two_paths:
+    with TwoPathCase(case, queue_pkts=QUEUE_PKTS, access=access) as two_paths:
         while True:
             for cc in results:
                 result = two_paths.run(cc, TIME_S, WARMUP_S, tmp_path)
@@ -68,11 +74,20 @@ def _clean(no_leftovers, awake):
     yield
 
 
+def _rfc_outcome(reno: float, lia: float) -> bool:
+    return LIA_RATIO[0] <= lia <= LIA_RATIO[1] and reno >= UNCOUPLED_RATIO and lia < 0.9 * reno
+
+
 @needs_root
-def test_lia_takes_less_than_uncoupled_at_a_shared_bottleneck(tmp_path):
-    results = alternate("shared", tmp_path, lambda reno, lia: lia.ratio < 0.9 * reno.ratio)
+def test_lia_takes_one_flows_share_and_uncoupled_two_at_a_shared_bottleneck(tmp_path):
+    results = alternate("shared", tmp_path, lambda reno, lia: _rfc_outcome(reno.ratio, lia.ratio), JITTER)
+    for runs in results.values():
+        for r in runs:
+            assert r.delay_line.get("packets"), f"the access links' delay line saw nothing: {r.line()}"
     ratio = {cc: statistics.median(r.ratio for r in runs) for cc, runs in results.items()}
     print(f"MPTCP-2 / Reno at one bottleneck, median of {len(results['lia'])}: {ratio}")
+    assert LIA_RATIO[0] <= ratio["lia"] <= LIA_RATIO[1], ratio
+    assert ratio["reno"] >= UNCOUPLED_RATIO, ratio
     assert ratio["lia"] < 0.9 * ratio["reno"], ratio
 
 
