@@ -55,6 +55,7 @@ from controller import paths
 from controller.addressing import datapath_ids, host_mac, ofport
 from controller.ecmp_hash import ecmp_index, switch_seed
 from controller.firstfit import FirstFit, estimate_demands
+from controller.flowcounts import FlowCounts
 
 CONF = cfg.CONF
 CONF.register_cli_opts([
@@ -146,16 +147,16 @@ class EcmpController(app_manager.OSKenApp):
         self.counts = {"packet_in": 0, "arp_replies": 0, "flows_routed": 0, "unroutable": 0}
         self.last_echo = 0.0
         self._status_lock = threading.Lock()
-        # First fit (None: hashing only). `routed`: each TCP flow routed from
-        # its first switch, by 5-tuple, and the path it is on; `readings`:
-        # the byte counts of its first entry as they changed, (monotonic time
-        # of the reply, bytes), the newest two.
+        # First fit (None: hashing only), and what it decides on: each TCP
+        # flow routed from its first switch, its path and its byte counts
+        # there. A flow silent for longer than its entries' idle timeout (and
+        # a round's reading) is forgotten: its entries are gone.
         self.schedule_interval: float | None = spec.get("schedule_interval_s")
         self.scheduler = (FirstFit(capacity_bps=spec["link_bps"])
                           if self.schedule_interval else None)
         self.schedule_log: str | None = spec.get("schedule_log")
-        self.routed: dict[tuple, paths.Path] = {}
-        self.readings: dict[tuple, list[tuple[float, int]]] = {}
+        self.flows = FlowCounts(forget_after_s=self.idle_timeout + max(
+            2 * (self.schedule_interval or 0), COUNTS_STALE_S))
         self._flows_lock = threading.Lock()
 
     # -- status for the harness -----------------------------------------------
@@ -328,10 +329,9 @@ class EcmpController(app_manager.OSKenApp):
         hops = path[next(i for i, h in enumerate(path) if (h[0], h[1]) == here):]
         key = (ip.src, ip.dst, ip.proto, sport, dport)
         self._install(key, hops)
-        if hops == path and ip.proto == 6:
+        if hops == path and ip.proto == 6 and self.scheduler is not None:
             with self._flows_lock:
-                self.routed[key] = path
-                self.readings.pop(key, None)
+                self.flows.routed(key, path, time.monotonic())
         self._packet_out(dp, in_port, ofport(hops[0][2]), data)
         self.counts["flows_routed"] += 1
         if self.counts["flows_routed"] % 50 == 0:
@@ -372,11 +372,9 @@ class EcmpController(app_manager.OSKenApp):
         started = time.monotonic()
         live_after = started - max(2 * self.schedule_interval, COUNTS_STALE_S)
         with self._flows_lock:
-            rates = {}
-            for key, seen in self.readings.items():
-                if len(seen) == 2 and seen[1][0] > seen[0][0] and seen[1][0] >= live_after:
-                    rates[key] = (seen[1][1] - seen[0][1]) * 8 / (seen[1][0] - seen[0][0])
-            current = {key: self.routed[key] for key in rates}
+            forgotten = self.flows.forget_quiet(started)
+            rates = self.flows.rates(live_after)
+            current = {key: self.flows.path(key) for key in rates}
         large = {k for k, r in rates.items() if r >= self.scheduler.threshold_bps}
         demands = estimate_demands({k: (k[0], k[1]) for k in large}, self.scheduler.capacity_bps)
         moves = self.scheduler.round(rates, {k: self._paths(k[0], k[1]) for k in large},
@@ -384,19 +382,20 @@ class EcmpController(app_manager.OSKenApp):
         for move in moves:
             self._install(move.flow, move.new, first_modify=True)
             with self._flows_lock:
-                self.routed[move.flow] = move.new
+                self.flows.moved(move.flow, move.new)
         self.counts["schedule_rounds"] = self.counts.get("schedule_rounds", 0) + 1
         self.counts["flows_moved"] = self.counts.get("flows_moved", 0) + len(moves)
         if self.schedule_log:
             entry = {"time": time.time(), "decision_s": round(time.monotonic() - started, 6),
                      "flows": len(rates), "large": len(large),
+                     "tracked": len(self.flows), "forgotten": forgotten,
                      "moves": [{"flow": list(m.flow), "from": [h[0] for h in m.old or ()],
                                 "to": [h[0] for h in m.new],
                                 "demand_mbps": round(m.rate_bps / 1e6, 3)} for m in moves]}
             with open(self.schedule_log, "a") as f:
                 f.write(json.dumps(entry) + "\n")
         with self._flows_lock:
-            first_switches = {path[0][0] for path in self.routed.values()}
+            first_switches = self.flows.first_switches()
         for switch in sorted(first_switches):
             dp = self.datapaths.get(switch)
             if dp is not None:
@@ -417,14 +416,10 @@ class EcmpController(app_manager.OSKenApp):
                 m = stat.match
                 key = (m.get("ipv4_src"), m.get("ipv4_dst"), m.get("ip_proto"),
                        m.get("tcp_src"), m.get("tcp_dst"))
-                path = self.routed.get(key)
+                path = self.flows.path(key)
                 if path is None or (path[0][0], ofport(path[0][1])) != (switch, m.get("in_port")):
                     continue
-                count = int(stat.stats["byte_count"])
-                seen = self.readings.setdefault(key, [])
-                if not seen or count > seen[-1][1]:
-                    seen.append((now, count))
-                    del seen[:-2]
+                self.flows.count(key, now, int(stat.stats["byte_count"]))
 
     def _paths(self, src: str, dst: str) -> list[paths.Path]:
         key = (src, dst)

@@ -85,8 +85,10 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
 
 def first_fit_record(fabric, interval_s: float, since: float, until: float) -> dict:
     """What the controller's first fit did during a run (its schedule log):
-    rounds, flows moved, and the longest decision."""
+    rounds, flows moved, the longest decision, and the most flows it kept
+    counts of at once (quiet flows are forgotten: controller/flowcounts.py)."""
     rounds = [r for r in fabric.schedule_rounds() if since <= r["time"] <= until]
     return {"interval_s": interval_s, "rounds": len(rounds),
             "moves": sum(len(r["moves"]) for r in rounds),
-            "decision_s_max": max((r["decision_s"] for r in rounds), default=None)}
+            "decision_s_max": max((r["decision_s"] for r in rounds), default=None),
+            "flows_tracked_max": max((r.get("tracked", 0) for r in rounds), default=None)}

@@ -108,7 +108,8 @@ def test_a_runs_first_fit_record_counts_the_rounds_during_it():
 
     class Logged:
         def schedule_rounds(self):
-            return [{"time": t, "decision_s": d, "moves": [{}] * m}
-                    for t, d, m in ((9.0, 0.5, 3), (10.0, 0.001, 1), (11.0, 0.004, 0), (13.0, 0.2, 2))]
+            return [{"time": t, "decision_s": d, "moves": [{}] * m, "tracked": n}
+                    for t, d, m, n in ((9.0, 0.5, 3, 40), (10.0, 0.001, 1, 7), (11.0, 0.004, 0, 9),
+                                       (13.0, 0.2, 2, 30))]
     assert first_fit_record(Logged(), 1.0, 10.0, 12.0) == {
-        "interval_s": 1.0, "rounds": 2, "moves": 1, "decision_s_max": 0.004}
+        "interval_s": 1.0, "rounds": 2, "moves": 1, "decision_s_max": 0.004, "flows_tracked_max": 9}
