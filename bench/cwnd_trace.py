@@ -32,7 +32,6 @@ this process, and the instance is removed when the bench ends. Exit status
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import re
 import statistics
@@ -46,8 +45,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from base.links import ACCESS  # noqa: E402
-from experiments.fairness import TwoPathCase  # noqa: E402
+from experiments.fairness import TwoPathCase, jittered_access  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 from kernel.transport import counter_delta, read_netstat  # noqa: E402
 
@@ -251,7 +249,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--jitter-ms", type=float, default=0.0)
     args = ap.parse_args()
-    access = dataclasses.replace(ACCESS, delay_ms=args.jitter_ms, jitter_ms=args.jitter_ms)
+    access = jittered_access(args.jitter_ms)
     with KeepAwake(), TemporaryDirectory() as tmp, TwoPathCase("shared", 10, args.queue, 1, access) as case, \
             ProbeTrace() as trace:
         senders = {case.topo.path_addresses(0)[0]: "h1", "10.1.0.3": "x1"}

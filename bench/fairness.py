@@ -36,7 +36,6 @@ whatever it measures.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import statistics
 import sys
@@ -46,15 +45,14 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from base.links import ACCESS  # noqa: E402
-from experiments.fairness import CASES, TWO_FLOWS, TwoPathCase, TwoPathResult  # noqa: E402
+from experiments.fairness import CASES, TWO_FLOWS, TwoPathCase, TwoPathResult, jittered_access  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 
 
 def measure(case: str, ccs: list[str], args, logdir: Path) -> dict[str, list[TwoPathResult]]:
     two_flows = args.two_flows and case == "shared"
     out: dict[str, list[TwoPathResult]] = {cc: [] for cc in ccs + ([TWO_FLOWS] if two_flows else [])}
-    access = dataclasses.replace(ACCESS, delay_ms=args.jitter_ms, jitter_ms=args.jitter_ms)
+    access = jittered_access(args.jitter_ms)
     with TwoPathCase(case, args.bw, args.queue, args.cross, access) as two_paths:
         for rep in range(args.repeat):
             for cc in out:

@@ -30,7 +30,7 @@ different algorithms can be interleaved.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dctopo import TwoPaths
@@ -152,6 +152,14 @@ class TwoPathCase:
                              [o.error for o in outcomes if o.error],
                              {h: _retransmitted_pct(mib_before[h], read_snmp(pid)) for h, pid in pids.items()},
                              stats_delta(line_before, net.delay_line_snapshot()) if line_before else {})
+
+
+def jittered_access(jitter_ms: float) -> LinkParams:
+    """Access links with `jitter_ms` of one-way delay, give or take
+    `jitter_ms` (uniform, never reordering): what takes the drop-tail
+    queue's phase effect out of the shared case (README, "Coupled congestion
+    control"). 0: exact timing."""
+    return replace(ACCESS, delay_ms=jitter_ms, jitter_ms=jitter_ms)
 
 
 def _retransmitted_pct(before: dict[str, int], after: dict[str, int]) -> float:

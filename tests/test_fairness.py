@@ -34,19 +34,18 @@ bench gave uncoupled 0.69, 0.70, 0.68, LIA 0.79, 0.81, 0.79.
 """
 from __future__ import annotations
 
-import dataclasses
 import statistics
 
 import pytest
 
 from base.links import ACCESS
-from experiments.fairness import TwoPathCase, TwoPathResult
+from experiments.fairness import TwoPathCase, TwoPathResult, jittered_access
 from tests.conftest import needs_root
 
 TIME_S, WARMUP_S = 20, 5
 FIRST_PAIRS, MOST_PAIRS = 1, 3   # one pair; three when it does not separate them
 QUEUE_PKTS = 25   # both cases: see the docstring
-JITTER = dataclasses.replace(ACCESS, delay_ms=2.0, jitter_ms=2.0)   # the shared case's access links
+JITTER = jittered_access(2.0)   # the shared case's access links
 LIA_RATIO = (0.7, 1.3)    # LIA over the Reno flow at the shared bottleneck
 UNCOUPLED_RATIO = 1.5     # uncoupled subflows over the Reno flow: at least
 
