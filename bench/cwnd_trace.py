@@ -25,18 +25,15 @@ run after its warm-up:
 --jitter-ms J gives the access links J +- J ms of one-way delay, as
 bench/fairness.py does.
 
-The tracepoint is enabled in a tracefs instance of our own, named after
-this process, and the instance is removed when the bench ends. Exit status
+The tracepoints are read through monitor/cwnd_watch.py's TraceWatch: a
+tracefs instance of our own per run, removed after it. Exit status
 0 whatever it measures.
 """
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import statistics
 import sys
-import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,60 +45,16 @@ sys.path.insert(0, str(ROOT))
 from experiments.fairness import TwoPathCase, jittered_access  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 from kernel.transport import counter_delta, read_netstat  # noqa: E402
+from monitor.cwnd_watch import PROBE_EVENT, STATE_EVENT, TraceWatch  # noqa: E402
 
-TRACEFS = Path("/sys/kernel/tracing")
-# By hand: the tracepoint's text format is the kernel's, and no library here reads it.
-LINE = re.compile(r"\s(?P<ts>\d+\.\d+): tcp_probe: family=AF_INET src=(?P<src>[\d.:]+) "
-                  r"dest=(?P<dst>[\d.:]+) mark=\S+ data_len=(?P<len>\d+) snd_nxt=(?P<nxt>0x[0-9a-f]+) "
-                  r"snd_una=(?P<una>0x[0-9a-f]+) snd_cwnd=(?P<cwnd>\d+) ssthresh=(?P<ssth>\d+) "
-                  r"snd_wnd=\d+ srtt=(?P<srtt>\d+)")
-STATE = re.compile(r"\s(?P<ts>\d+\.\d+): tcp_cong_state_set: family=AF_INET sport=(?P<sport>\d+) "
-                   r"dport=(?P<dport>\d+) saddr=(?P<saddr>[\d.]+) daddr=(?P<daddr>[\d.]+) .*"
-                   r"cong_state=(?P<state>\d+)")
-RETRANS = re.compile(r"\s(?P<ts>\d+\.\d+): tcp_retransmit_skb: .*sport=(?P<sport>\d+) "
-                     r"dport=(?P<dport>\d+) saddr=(?P<saddr>[\d.]+) daddr=(?P<daddr>[\d.]+) ")
 STATES = ("Open", "Disorder", "CWR", "Recovery", "Loss")     # enum tcp_ca_state
-EVENTS = ("tcp/tcp_probe", "tcp/tcp_cong_state_set", "tcp/tcp_retransmit_skb")
+RETRANSMIT_EVENT = Path("events/tcp/tcp_retransmit_skb")
 
 
-class ProbeTrace:
-    """The tracepoints EVENTS in a tracefs instance of our own, for the
-    length of a `with`."""
-
-    def __init__(self, buffer_kb: int = 32768):
-        self.dir = TRACEFS / "instances" / f"mptcp-dc-bench-{os.getpid()}"
-        self.buffer_kb = buffer_kb
-
-    def __enter__(self) -> "ProbeTrace":
-        self.dir.mkdir()
-        try:
-            (self.dir / "buffer_size_kb").write_text(str(self.buffer_kb))
-            for event in EVENTS:
-                (self.dir / "events" / event / "enable").write_text("1")
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def read(self) -> list[str]:
-        """Everything recorded so far, and start afresh."""
-        lines = (self.dir / "trace").read_text().splitlines()
-        (self.dir / "trace").write_text("")
-        return lines
-
-    def __exit__(self, *exc) -> None:
-        for event in EVENTS:
-            try:
-                (self.dir / "events" / event / "enable").write_text("0")
-            except OSError:
-                pass
-        for _ in range(50):      # the instance is busy for a moment after its event is off
-            try:
-                self.dir.rmdir()
-                return
-            except OSError:
-                time.sleep(0.1)
-        print(f"could not remove {self.dir}", file=sys.stderr)
+def watch() -> TraceWatch:
+    """The three tracepoints, every socket of the machine: at this bench's
+    rates a run records a few MB."""
+    return TraceWatch({PROBE_EVENT: None, STATE_EVENT: None, RETRANSMIT_EVENT: None}, buffer_kb=32768)
 
 
 @dataclass
@@ -121,26 +74,26 @@ class Flow:
     mss: int = 0
 
 
-def parse(lines: list[str]) -> dict[tuple[str, str], Flow]:
-    """Per sender flow (src, dst): its ACKs, its congestion states, and its
-    largest data segment (its MSS, from the receiver's side)."""
+def parse(events: list[dict]) -> dict[tuple[str, str], Flow]:
+    """Per sender flow (src, dst): its ACKs, its congestion states, its
+    retransmissions, and its largest data segment (its MSS, from the
+    receiver's side). `events`: TraceWatch.stop()'s."""
     flows: dict[tuple[str, str], Flow] = defaultdict(Flow)
-    for line in lines:
-        if m := LINE.search(line):
-            length = int(m["len"])
-            if length:      # a receiver's data segment: its sender is dst
-                flow = flows[(m["dst"], m["src"])]
-                flow.mss = max(flow.mss, length)
+    for e in events:
+        if e["event"] == "tcp_probe":
+            if e["data_len"]:      # a receiver's data segment: its sender is dest
+                flow = flows[(e["dest"], e["src"])]
+                flow.mss = max(flow.mss, e["data_len"])
             else:
-                inflight = (int(m["nxt"], 16) - int(m["una"], 16)) % (1 << 32)
-                flows[(m["src"], m["dst"])].acks.append(
-                    Ack(float(m["ts"]), inflight, int(m["cwnd"]), int(m["ssth"]), int(m["srtt"])))
-        elif m := STATE.search(line):
-            key = (f"{m['saddr']}:{m['sport']}", f"{m['daddr']}:{m['dport']}")
-            flows[key].states.append((float(m["ts"]), int(m["state"])))
-        elif m := RETRANS.search(line):
-            key = (f"{m['saddr']}:{m['sport']}", f"{m['daddr']}:{m['dport']}")
-            flows[key].retransmits.append(float(m["ts"]))
+                inflight = (int(e["snd_nxt"], 16) - int(e["snd_una"], 16)) % (1 << 32)
+                flows[(e["src"], e["dest"])].acks.append(
+                    Ack(e["t_s"], inflight, e["snd_cwnd"], e["ssthresh"], e["srtt"]))
+            continue
+        key = (f"{e['saddr']}:{e['sport']}", f"{e['daddr']}:{e['dport']}")
+        if e["event"] == "tcp_cong_state_set":
+            flows[key].states.append((e["t_s"], e["cong_state"]))
+        else:
+            flows[key].retransmits.append(e["t_s"])
     return flows
 
 
@@ -207,8 +160,8 @@ def together(a: Flow, b: Flow, warmup_s: float) -> str:
     return f"{both}/{len(mine)}" if mine else "-"
 
 
-def report(lines: list[str], senders: dict[str, str], warmup_s: float) -> None:
-    flows = {k: f for k, f in sorted(parse(lines).items())
+def report(events: list[dict], senders: dict[str, str], warmup_s: float) -> None:
+    flows = {k: f for k, f in sorted(parse(events).items())
              if k[0].split(":")[0] in senders and len(f.acks) >= 100}
     for (src, dst), flow in flows.items():
         print(f"    {senders[src.split(':')[0]]} {src}->{dst}: {describe(flow, warmup_s)}")
@@ -250,17 +203,20 @@ def main() -> int:
     ap.add_argument("--jitter-ms", type=float, default=0.0)
     args = ap.parse_args()
     access = jittered_access(args.jitter_ms)
-    with KeepAwake(), TemporaryDirectory() as tmp, TwoPathCase("shared", 10, args.queue, 1, access) as case, \
-            ProbeTrace() as trace:
+    with KeepAwake(), TemporaryDirectory() as tmp, TwoPathCase("shared", 10, args.queue, 1, access) as case:
         senders = {case.topo.path_addresses(0)[0]: "h1", "10.1.0.3": "x1"}
         for n in range(args.repeat):
             for what in ("mptcp", "two flows"):
-                trace.read()
                 before = counters(case)
-                result = (case.run(args.cc, args.time, args.warmup, Path(tmp)) if what == "mptcp"
-                          else case.run_two_flows(args.time, args.warmup, Path(tmp)))
+                trace = watch()
+                trace.start()
+                try:
+                    result = (case.run(args.cc, args.time, args.warmup, Path(tmp)) if what == "mptcp"
+                              else case.run_two_flows(args.time, args.warmup, Path(tmp)))
+                finally:
+                    events = trace.stop()
                 print(f"  run {n + 1}/{args.repeat} {result.line()}", flush=True)
-                report(trace.read(), senders, args.warmup)
+                report(events, senders, args.warmup)
                 print_counters(before, counters(case))
     return 0
 
