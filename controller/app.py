@@ -155,8 +155,9 @@ class EcmpController(app_manager.OSKenApp):
         self.scheduler = (FirstFit(capacity_bps=spec["link_bps"])
                           if self.schedule_interval else None)
         self.schedule_log: str | None = spec.get("schedule_log")
-        self.flows = FlowCounts(forget_after_s=self.idle_timeout + max(
-            2 * (self.schedule_interval or 0), COUNTS_STALE_S))
+        # A count older than this is no measure of a flow's rate now.
+        self.counts_live_s = max(2 * (self.schedule_interval or 0), COUNTS_STALE_S)
+        self.flows = FlowCounts(forget_after_s=self.idle_timeout + self.counts_live_s)
         self._flows_lock = threading.Lock()
 
     # -- status for the harness -----------------------------------------------
@@ -370,7 +371,7 @@ class EcmpController(app_manager.OSKenApp):
         """Decide on the byte counts the last round asked for, carry out the
         moves, log the round, and ask every first switch for its counts."""
         started = time.monotonic()
-        live_after = started - max(2 * self.schedule_interval, COUNTS_STALE_S)
+        live_after = started - self.counts_live_s
         with self._flows_lock:
             forgotten = self.flows.forget_quiet(started)
             rates = self.flows.rates(live_after)
