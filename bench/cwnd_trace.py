@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from bisect import bisect_left
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -105,28 +106,28 @@ def describe(flow: Flow, warmup_s: float) -> str:
     states = [(t, s) for t, s in flow.states if t >= start]
     span = acks[-1].t - acks[0].t
     entered = Counter(s for _, s in states)
-    growth, after, before = [], [], []
-    bounds = [t for t, _ in states] + [acks[-1].t]
-    for (t0, state), t1 in zip(states, bounds[1:]):
-        if state != 0:
-            continue
-        inside = [a for a in acks if t0 <= a.t < t1]
-        if len(inside) < 5:
-            continue
-        after.append(inside[0].cwnd)
-        before.append(inside[-1].cwnd)
-        srtt_s = statistics.median(a.srtt_us for a in inside) / 1e6
-        if t1 - t0 >= 1.5 * srtt_s:
-            growth.append((inside[-1].cwnd - inside[0].cwnd) / ((inside[-1].t - inside[0].t) / srtt_s))
-    time_in = Counter()
+    # Both lists are in time order (tracefs merges its per-CPU buffers by
+    # timestamp), so each stretch's ACKs and retransmissions are a slice.
+    times = [a.t for a in acks]
+    retransmits = [t for t in flow.retransmits if t >= start]
+    time_in: Counter = Counter()
     episodes: dict[int, list[float]] = defaultdict(list)
-    per_recovery = []
+    per_recovery, growth, after, before = [], [], [], []
+    bounds = [t for t, _ in states] + [acks[-1].t]
     for (t0, state), t1 in zip(states, bounds[1:]):
         time_in[state] += t1 - t0
         episodes[state].append(t1 - t0)
         if state == 3:
-            per_recovery.append(sum(t0 <= t < t1 for t in flow.retransmits))
-    retransmits = sum(t >= start for t in flow.retransmits)
+            per_recovery.append(bisect_left(retransmits, t1) - bisect_left(retransmits, t0))
+        elif state == 0:
+            inside = acks[bisect_left(times, t0):bisect_left(times, t1)]
+            if len(inside) < 5:
+                continue
+            after.append(inside[0].cwnd)
+            before.append(inside[-1].cwnd)
+            srtt_s = statistics.median(a.srtt_us for a in inside) / 1e6
+            if t1 - t0 >= 1.5 * srtt_s:
+                growth.append((inside[-1].cwnd - inside[0].cwnd) / ((inside[-1].t - inside[0].t) / srtt_s))
     srtt = statistics.median(a.srtt_us for a in acks) / 1e6
     lasted = ", ".join(f"{STATES[s]} {statistics.fmean(episodes[s]) / srtt:.2f}"
                        for s in range(1, 5) if episodes[s])
@@ -134,7 +135,8 @@ def describe(flow: Flow, warmup_s: float) -> str:
     limited = sum(a.inflight >= (a.cwnd - 2) * flow.mss for a in acks) / len(acks)
     per_s = ", ".join(f"{STATES[s]} {entered[s] / span:.1f}" for s in range(1, 5) if entered[s])
     return (f"entered/s: {per_s}; lasted (RTTs): {lasted}; in Open {100 * open_share:.0f} % of the time; "
-            f"retransmissions {retransmits / span:.1f}/s, {_mean(per_recovery)} per Recovery; window mean {statistics.fmean(a.cwnd for a in acks):.1f}, "
+            f"retransmissions {len(retransmits) / span:.1f}/s, {_mean(per_recovery)} per Recovery; "
+            f"window mean {statistics.fmean(a.cwnd for a in acks):.1f}, "
             f"at the end of Open {_mean(before)}, at its start {_mean(after)}; growth in Open "
             f"{_median(growth)} pkt/RTT ({len(growth)} stretches); cwnd-limited at "
             f"{100 * limited:.0f} % of ACKs; srtt {1000 * srtt:.1f} ms; "

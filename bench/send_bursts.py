@@ -171,7 +171,7 @@ def report(files: dict[str, Path], gap_s: float) -> None:
         rows = _rows(files[host])
         flows = defaultdict(list)
         for r in rows:
-            if r[4]:
+            if r[4] and r[3] > 0:      # data it sent (the capture now keeps its pure ACKs too)
                 flows[(r[1], r[2])].append(r)
         data = {k: v for k, v in flows.items() if sum(r[3] for r in v) > 100_000}
         for (sport, dport), mine in sorted(data.items()):
