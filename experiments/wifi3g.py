@@ -44,9 +44,11 @@ from kernel import transport
 # the WiFi path's RTT, enough to distort what the run measured.
 LATE_PCT_FLAG = 1.0
 SENDER_WMEM_MAX = 32 << 20
-PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi", "mptcp_penalized": "wifi"}
+PATH_OF_SCHEME = {"tcp_wifi": "wifi", "tcp_3g": "3g", "mptcp": "wifi", "mptcp_penalized": "wifi",
+                  "mptcp_hold": "wifi"}
 SCHEME_LABELS = {"tcp_wifi": "TCP over WiFi", "tcp_3g": "TCP over 3G", "mptcp": "MPTCP",
-                 "mptcp_penalized": "MPTCP + penalization (liap)"}
+                 "mptcp_penalized": "MPTCP + penalization (liap)",
+                 "mptcp_hold": "MPTCP + hold (liab)"}
 
 
 class Wifi3GNetwork(Network):
@@ -127,7 +129,7 @@ class Wifi3GExperiment(Experiment):
             net.pm.expand("h1", (src_ip, flow.client_port), (dst_ip, flow.server_port), 2,
                           paths=[net.topo.path_addresses("3g")])
         before, line_before = net.rx_bytes(), net.delay_line_snapshot()
-        penalties = net.coupled_cc.penalties()
+        counters = {name: net.coupled_cc.counter(name) for name in ("penalties", "holds")}
         # The sender's subflows take the namespace's default algorithm.
         if cc != cfg.cc:
             net.set_cc("h1", cc)
@@ -138,15 +140,17 @@ class Wifi3GExperiment(Experiment):
             if cc != cfg.cc:
                 net.set_cc("h1", cfg.cc)
         after = net.rx_bytes()
-        penalties_after = net.coupled_cc.penalties()
+        counters_after = {name: net.coupled_cc.counter(name) for name in counters}
         delay_line = stats_delta(line_before, net.delay_line_snapshot())
         samples = outcome.counted_per_second_mbps(cfg.warmup_s)[:cfg.samples]
         record = self._record(net, p, outcome, samples, {k: after[k] - before[k] for k in after})
         record["config"]["cc"] = cc
-        # Windows liap halved during the run (kernel/bpf/penalize.h); None
-        # where the coupled algorithms are not loaded.
-        record["penalties"] = (penalties_after - penalties
-                               if penalties is not None and penalties_after is not None else None)
+        # Windows liap halved during the run (kernel/bpf/penalize.h),
+        # holds liab began (kernel/bpf/hold.h); None where the coupled
+        # algorithms are not loaded.
+        for name, value in counters.items():
+            after_value = counters_after[name]
+            record[name] = after_value - value if value is not None and after_value is not None else None
         record["delay_line"] = delay_line
         if delay_line["late_over_10ms_pct"] > LATE_PCT_FLAG:
             record["flags"].append("delay_line_late")
@@ -156,7 +160,8 @@ class Wifi3GExperiment(Experiment):
         return (f"median {record['goodput_mbps']:.2f} Mb/s"
                 + (f" (WiFi {record['path_share']['wifi']:.0%} of bytes)"
                    if record["config"]["scheme"] in WIFI3G_MPTCP_SCHEMES else "")
-                + (f", {record['penalties']} penalties" if record.get("penalties") else ""))
+                + (f", {record['penalties']} penalties" if record.get("penalties") else "")
+                + (f", {record['holds']} holds" if record.get("holds") else ""))
 
     def _record(self, net: Wifi3GNetwork, p: Wifi3GPoint, outcome, samples: list[float],
                 path_bytes: dict[str, int]) -> dict:

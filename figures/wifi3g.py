@@ -25,8 +25,9 @@ SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
            "tcp_3g": ("TCP over 3G", "#ff7f0e", "^"),
            "mptcp": ("MPTCP (WiFi + 3G)", "#1f77b4", "o"),
            # LIA with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h)
-           "mptcp_penalized": ("MPTCP + penalization (liap)", "#9467bd", "D")}
-MPTCP_SCHEMES = ("mptcp", "mptcp_penalized")
+           "mptcp_penalized": ("MPTCP + penalization (liap)", "#9467bd", "D"),
+           "mptcp_hold": ("MPTCP + hold (liab)", "#8c564b", "v")}
+MPTCP_SCHEMES = ("mptcp", "mptcp_penalized", "mptcp_hold")
 SWEEPS = {
     "buffer": ("receive buffer (KB)", "goodput against receive buffer", "wifi3g-buffer.png"),
     "loss": ("WiFi loss rate (%)", "goodput against WiFi loss", "wifi3g-loss.png"),

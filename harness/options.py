@@ -125,7 +125,7 @@ def wifi3g_parser() -> argparse.ArgumentParser:
     p = subcommand_parser("wifi3g", "E4: WiFi + 3G, goodput against receive buffer, WiFi loss and RTT.")
     add_name_list(p, "--sweeps", d.sweeps, WIFI3G_SWEEPS)
     p.add_argument("--schemes", default=None, help=f"comma list of {', '.join(WIFI3G_SCHEMES)} (default all "
-                   "but mptcp_penalized without a coupled --cc the kernel can run)")
+                   "but mptcp_penalized and mptcp_hold without a coupled --cc the kernel can run)")
     p.add_argument("--buffers", default=",".join(map(str, d.buffers_kb)),
                    help="receive buffers of the buffer sweep, KB (default %(default)s)")
     p.add_argument("--buffer", type=int, default=d.fixed_buffer_kb,

@@ -1,12 +1,13 @@
-"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP, and LIA with the
-penalization of slow subflows, liap) registered in the
+"""Coupled MPTCP congestion control (LIA, OLIA, EWTCP, LIA with the
+penalization of slow subflows, liap, and LIA with a send hold on a subflow
+whose data would block the receive window, liab) registered in the
 kernel for as long as an experiment's networks exist.
 
 The algorithms are BPF struct_ops built from kernel/bpf/ by the bootstrap
 (kernel/bpf/README.md has their rules). Registering a congestion control is
 machine-wide, so one loader process (kernel/bpf/build/cc_loader) holds them:
 
-  * it prints "ready lia olia ewtcp liap" once they are registered;
+  * it prints "ready lia olia ewtcp liap liab" once they are registered;
   * it unregisters them when its stdin closes or on SIGTERM/SIGINT/SIGHUP.
     Its stdin is a pipe from us, so if the harness dies in any way, even by
     SIGKILL, the pipe closes and the algorithms go with it. For the same
@@ -40,7 +41,7 @@ from base.errors import ConfigError
 from base.procs import CommandError, ProcessTracker, run
 
 # The coupled algorithms kernel/bpf implements, by the name each registers.
-COUPLED = ("lia", "olia", "ewtcp", "liap")
+COUPLED = ("lia", "olia", "ewtcp", "liap", "liab")
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 LOADER = BPF_DIR / "build" / "cc_loader"
 OBJECT = BPF_DIR / "build" / "mptcp_cc.bpf.o"
@@ -237,25 +238,21 @@ class CoupledCC:
         except (CommandError, ValueError, LookupError, TypeError, AttributeError):
             return None
 
-    def window_repairs(self) -> int | None:
-        """How many corrupted windows the programs have repaired since they
-        were loaded (the `window_repairs` counter of kernel/bpf/mptcp_cc.bpf.c);
-        None when nothing is loaded or it cannot be read."""
+    def counter(self, name: str) -> int | None:
+        """One of the object's counters since the programs were loaded:
+        `window_repairs` (corrupted windows repaired, mptcp_cc.bpf.c),
+        `penalties` (windows liap halved, penalize.h) or `holds`
+        (holds liab began, hold.h); None when nothing is loaded or it
+        cannot be read."""
         found = self._globals()
         try:
-            return None if found is None else int(found["window_repairs"])
+            return None if found is None else int(found[name])
         except (KeyError, TypeError, ValueError):
             return None
 
-    def penalties(self) -> int | None:
-        """How many windows liap has halved since the programs were loaded
-        (the `penalties` counter of kernel/bpf/penalize.h); None when nothing
-        is loaded or it cannot be read."""
-        found = self._globals()
-        try:
-            return None if found is None else int(found["penalties"])
-        except (KeyError, TypeError, ValueError):
-            return None
+    def window_repairs(self) -> int | None:
+        """Corrupted windows repaired since the programs were loaded."""
+        return self.counter("window_repairs")
 
     def repair_log(self, since: int = 0) -> tuple[int, list[dict]] | None:
         """(corrupted windows seen since the programs were loaded, the

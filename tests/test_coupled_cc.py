@@ -27,17 +27,20 @@ BOTTLENECK = LinkParams(bw_mbps=10, queue_pkts=50)
 
 # -- the increase rules, as the kernel computes them ---------------------------
 
-def kernel_math(own: tuple, others: list[tuple]) -> tuple[int, int, int]:
-    """(n, LIA's cnt, OLIA's increase per ACKed packet in 2^-32 packets) that
-    the BPF code computes for a subflow `own` = (window, rtt µs, loss
-    distance bytes) of a connection whose other subflows are `others`."""
+def kernel_math(own: tuple, others: list[tuple], delay_us: int = 0,
+                rwnd_pkts: int = 0) -> tuple[int, int, int, int]:
+    """(n, LIA's cnt, OLIA's increase per ACKed packet in 2^-32 packets,
+    liab's hold level: 0 none, 1 no window growth, 2 no new data) that the BPF code computes for a subflow `own` =
+    (window, rtt µs, loss distance bytes) of a connection whose other
+    subflows are `others`; the hold also takes what a byte handed to the
+    subflow now waits (`delay_us`) and the receive window in MSS."""
     run(["make", "-s", "-C", str(coupled_cc.BPF_DIR), "mathtest"], timeout=120)
     slots = [(i + 1, *o) for i, o in enumerate(others)] + [(0, 0, 0, 0)] * (8 - len(others))
-    line = " ".join(map(str, (8, *own, *(v for s in slots for v in s))))
+    line = " ".join(map(str, (8, *own, *(v for s in slots for v in s), delay_us, rwnd_pkts)))
     build = coupled_cc.BPF_DIR / "build"
     out = run([str(build / "mathtest"), str(build / "mathtest.bpf.o")], timeout=30, input=line + "\n")
-    n, lia, olia = map(int, out.stdout.split())
-    return n, lia, olia
+    n, lia, olia, hold = map(int, out.stdout.split())
+    return n, lia, olia, hold
 
 
 MS = 1000  # µs
@@ -57,7 +60,7 @@ MS = 1000  # µs
     ((17, 10 * MS, 0), [], 17),
 ])
 def test_lia_increase(own, others, cnt):
-    n, lia, _ = kernel_math(own, others)
+    n, lia, _, _ = kernel_math(own, others)
     assert (n, lia) == (len(others) + 1, cnt)
 
 
@@ -73,8 +76,34 @@ def test_lia_increase(own, others, cnt):
     ((10, 10 * MS, 100000), [(20, 10 * MS, 300000)], 1 / 90),
 ])
 def test_olia_increase(own, others, per_ack):
-    _, _, olia = kernel_math(own, others)
+    _, _, olia, _ = kernel_math(own, others)
     assert olia == pytest.approx(per_ack * 2 ** 32, abs=4)
+
+
+NONE, FREEZE, HOLD = 0, 1, 2    # kernel/bpf/hold.h's levels
+
+
+@pytest.mark.parametrize("own,others,delay_ms,rwnd_pkts,level", [
+    # E4's shape: WiFi 70 packets per 80 ms; a 3G subflow at 300 ms.
+    # Within 300 ms WiFi sends 262 packets: half of 400 or more, so hold;
+    ((10, 300 * MS, 0), [(70, 80 * MS, 0)], 300, 400, HOLD),
+    # a quarter of 600 or more but not half: no growth (hold.h's shifts);
+    ((10, 300 * MS, 0), [(70, 80 * MS, 0)], 300, 600, FREEZE),
+    # less than a quarter of 1200: free.
+    ((10, 300 * MS, 0), [(70, 80 * MS, 0)], 300, 1200, NONE),
+    # The same window with 1 s of unsent data queued on the 3G subflow.
+    ((10, 300 * MS, 0), [(70, 80 * MS, 0)], 1300, 1200, HOLD),
+    # The faster subflow never holds, however small the window.
+    ((70, 80 * MS, 0), [(10, 300 * MS, 0)], 80, 1, NONE),
+    # Alone, or with no receive window known: free.
+    ((10, 300 * MS, 0), [], 300, 1, NONE),
+    ((10, 300 * MS, 0), [(70, 80 * MS, 0)], 300, 0, NONE),
+    # Slower than one of two others but not the slowest: free.
+    ((10, 300 * MS, 0), [(70, 80 * MS, 0), (5, 400 * MS, 0)], 300, 10, NONE),
+])
+def test_liab_holds_only_the_slowest_subflow_when_the_others_would_fill_the_window(
+        own, others, delay_ms, rwnd_pkts, level):
+    assert kernel_math(own, others, delay_ms * MS, rwnd_pkts)[3] == level
 
 
 @pytest.mark.parametrize("others", [0, 1, 2])

@@ -56,8 +56,11 @@ def test_points_cover_each_sweep_and_scheme():
 def test_the_penalized_scheme_needs_a_coupled_cc():
     with pytest.raises(ConfigError, match="give a coupled --cc"):
         Wifi3GConfig(cc="reno", schemes=("mptcp", "mptcp_penalized")).validate()
+    with pytest.raises(ConfigError, match="give a coupled --cc"):
+        Wifi3GConfig(cc="reno", schemes=("mptcp_hold",)).validate()
     schemes, note = Wifi3GConfig.default_schemes("reno")
-    assert "mptcp_penalized" not in schemes and "mptcp_penalized left out" in note
+    assert "mptcp_penalized" not in schemes and "mptcp_hold" not in schemes
+    assert "mptcp_penalized, mptcp_hold left out" in note
 
 
 @needs_root
@@ -66,10 +69,11 @@ def test_small_experiment_uses_each_path_and_draws(tmp_path, no_leftovers):
     only on 3G, MPTCP with two subflows carrying bytes on both; then
     plot.py draws the buffer figure from the records."""
     results = tmp_path / "results"
-    # liap where the kernel can run it: at 400 KB the connection is limited
-    # by the receive window, so its 3G subflow should be penalized.
+    # liap and liab where the kernel can run them: at 400 KB the connection
+    # is limited by the receive window, so liap's 3G subflow should be
+    # penalized, and liab's held (WiFi fills the window within 3G's RTT).
     penalized = coupled_cc_supported()
-    schemes = ("tcp_wifi", "tcp_3g", "mptcp") + (("mptcp_penalized",) if penalized else ())
+    schemes = ("tcp_wifi", "tcp_3g", "mptcp") + (("mptcp_penalized", "mptcp_hold") if penalized else ())
     done = subprocess.run(
         [str(ROOT / "run_mptcp.sh"), "wifi3g", "--sweeps", "buffer", "--buffers", "400",
          "--schemes", ",".join(schemes), "--samples", "4", "--warmup", "4", "--results", str(results)],
@@ -80,8 +84,14 @@ def test_small_experiment_uses_each_path_and_draws(tmp_path, no_leftovers):
     if penalized:
         liap = runs["mptcp_penalized"]
         assert liap["config"]["cc"] == "liap" and liap["subflows_established"] == 2
-        assert liap["penalties"] > 0, liap
-        assert runs["mptcp"]["penalties"] == 0
+        assert liap["penalties"] > 0 and liap["holds"] == 0, liap
+        assert runs["mptcp"]["penalties"] == 0 and runs["mptcp"]["holds"] == 0
+        liab = runs["mptcp_hold"]
+        assert liab["config"]["cc"] == "liab" and liab["subflows_established"] == 2
+        assert liab["holds"] > 0 and liab["penalties"] == 0, liab
+        # Held, the 3G subflow carries far less than plain LIA's does.
+        assert liab["path_share"]["3g"] < 0.5 * runs["mptcp"]["path_share"]["3g"], (
+            liab["path_share"], runs["mptcp"]["path_share"])
     wifi, cell, mptcp = runs["tcp_wifi"], runs["tcp_3g"], runs["mptcp"]
     assert wifi["path_share"]["wifi"] > 0.99 and cell["path_share"]["3g"] > 0.99
     assert wifi["goodput_mbps"] > 0.8 * wifi["capacity_mbps"]["wifi"], wifi["samples_mbps"]

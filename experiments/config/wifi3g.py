@@ -13,11 +13,13 @@ from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, machine_cc, 
 
 # -- E4: WiFi + 3G -------------------------------------------------------------
 
-WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp", "mptcp_penalized")
-WIFI3G_MPTCP_SCHEMES = ("mptcp", "mptcp_penalized")
-# A scheme whose sender runs another congestion control than the run's --cc:
-# MPTCP with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h).
-WIFI3G_SCHEME_CC = {"mptcp_penalized": "liap"}
+WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp", "mptcp_penalized", "mptcp_hold")
+WIFI3G_MPTCP_SCHEMES = ("mptcp", "mptcp_penalized", "mptcp_hold")
+# Schemes whose sender runs another congestion control than the run's --cc:
+# MPTCP with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h),
+# and that with a send hold on a subflow whose data would block the receive
+# window (kernel/bpf/hold.h).
+WIFI3G_SCHEME_CC = {"mptcp_penalized": "liap", "mptcp_hold": "liab"}
 WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
 
 
@@ -25,7 +27,7 @@ WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
 class Wifi3GPoint:
     """One run of E4: a scheme, a receive buffer and the two paths."""
     sweep: str            # which sweep it belongs to: its x axis
-    scheme: str           # tcp_wifi, tcp_3g, mptcp or mptcp_penalized
+    scheme: str           # tcp_wifi, tcp_3g, mptcp, mptcp_penalized or mptcp_hold
     buffer_kb: int        # the receiver's receive buffer
     wifi: LinkParams
     cell: LinkParams
@@ -73,8 +75,8 @@ class Wifi3GConfig:
         if not left_out:
             return WIFI3G_SCHEMES, ""
         return (tuple(s for s in WIFI3G_SCHEMES if s not in left_out),
-                f"schemes: {', '.join(left_out)} left out (its congestion control needs a coupled "
-                f"--cc on a kernel that can run it)")
+                f"schemes: {', '.join(left_out)} left out (each runs a coupled congestion "
+                f"control, which needs a coupled --cc on a kernel that can run it)")
 
     def validate(self) -> None:
         check_choices("--sweeps", "sweep", self.sweeps, WIFI3G_SWEEPS)

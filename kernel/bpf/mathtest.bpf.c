@@ -11,6 +11,9 @@ struct mt_ctx {
 	__u32 own_idx, own_w, own_r, own_l;
 	__u32 n, lia;			/* out */
 	__s64 olia;			/* out */
+	__u32 delay;			/* hold.h: what a byte handed to us now waits, us */
+	__u32 hold;			/* out: HOLD_NONE, HOLD_FREEZE or HOLD_SEND */
+	__u64 rwnd_pkts;		/* hold.h: the receive window in MSS */
 };
 
 /* in a global (map memory), not on the stack: the stack budget is shared
@@ -30,5 +33,7 @@ int mathtest(struct mt_ctx *ctx)
 	ctx->n = mptcp_cc_gather(&mt_cs, ctx->own_idx, &v);
 	ctx->lia = mptcp_cc_lia_cnt(&v);
 	ctx->olia = mptcp_cc_olia_inc(&v);
+	ctx->hold = mptcp_cc_hold_level(&mt_cs, ctx->own_idx, ctx->own_r, ctx->delay,
+					 ctx->rwnd_pkts);
 	return 0;
 }

@@ -2,10 +2,11 @@
 /*
  * mathtest OBJ  (OBJ = build/mathtest.bpf.o; root)
  *
- * Reads lines of 36 integers from stdin:
+ * Reads lines of 38 integers from stdin:
  *   own_idx own_w own_r own_l  followed by 8 x (owner cwnd rtt_us loss_dist)
- * and prints "n lia_cnt olia_inc" for each, computed by the BPF code in the
- * kernel (BPF_PROG_TEST_RUN).  See README.md.
+ *   followed by delay_us rwnd_pkts (hold.h's inputs)
+ * and prints "n lia_cnt olia_inc hold" for each, computed by the BPF code in
+ * the kernel (BPF_PROG_TEST_RUN).  See README.md.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,8 @@ struct mt_ctx {				/* = struct mt_ctx in mathtest.bpf.c */
 	__u32 own_idx, own_w, own_r, own_l;
 	__u32 n, lia;
 	__s64 olia;
+	__u32 delay, hold;
+	__u64 rwnd_pkts;
 };
 
 static int print_fn(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -61,13 +64,18 @@ int main(int argc, char **argv)
 				rc = 1;
 				goto out;
 			}
+		if (scanf("%u %llu", &c.delay, (unsigned long long *)&c.rwnd_pkts) != 2) {
+			fprintf(stderr, "mathtest: short input line\n");
+			rc = 1;
+			goto out;
+		}
 		LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = &c, .ctx_size_in = sizeof(c));
 		if (bpf_prog_test_run_opts(fd, &opts)) {
 			perror("mathtest: BPF_PROG_TEST_RUN");
 			rc = 1;
 			goto out;
 		}
-		printf("%u %u %lld\n", c.n, c.lia, (long long)c.olia);
+		printf("%u %u %lld %u\n", c.n, c.lia, (long long)c.olia, c.hold);
 	}
 out:
 	bpf_object__close(obj);

@@ -10,6 +10,8 @@
  *           Raiciu et al., NSDI 2011: Reno with additive increase a = 1/n^2
  *   liap  - LIA with the penalization of slow subflows of Raiciu et al.,
  *           NSDI 2012 (penalize.h)
+ *   liab  - LIA with a send hold on a slow subflow whose data would block
+ *           the receive window (hold.h)
  *
  * Upstream MPTCP has no coupled congestion control: every subflow is an
  * ordinary TCP socket that runs the namespace's default algorithm on its
@@ -61,7 +63,7 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 #define RTT_CAP		(1U << 24)	/* RTTs (us) are capped here (16.7 s) */
 #define ONE_FP32	(1LL << 32)	/* 1 packet in OLIA's accumulator units */
 
-enum { ALGO_LIA, ALGO_OLIA, ALGO_EWTCP, ALGO_LIA_P };
+enum { ALGO_LIA, ALGO_OLIA, ALGO_EWTCP, ALGO_LIA_P, ALGO_LIA_B };
 
 #include "repair_log.h"
 
@@ -95,7 +97,8 @@ struct cc_priv {
 	__u32 sid;	/* random non-zero id, owner tag of our slot */
 	__u8  slot;	/* 1 + index of our slot, 0 = no slot */
 	__u8  plain;	/* 1 = not an MPTCP subflow: Reno, stop looking */
-	__u16 pad;
+	__u8  held;	/* liab: 1 while our pacing rate is capped at 0 (hold.h) */
+	__u8  pad;
 	__u32 loss1;	/* OLIA: snd_una at the loss before the last one */
 	__u32 loss2;	/* OLIA: snd_una at the last loss */
 	__u32 loss3;	/* OLIA: snd_una now (updated on every ACK) */
@@ -285,6 +288,7 @@ static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
 }
 
 #include "penalize.h"
+#include "hold.h"
 
 /* Slot pointer for our own slot, or NULL if we hold none in cs. */
 static __always_inline struct sf_slot *own_slot(struct conn_state *cs,
@@ -680,6 +684,10 @@ static __always_inline void cong_avoid_body(struct sock *sk, __u32 ack, __u32 ac
 	publish(cs, ca, crt_cwnd(sk, BPF_CORE_READ_BITFIELD(inet_csk(sk), icsk_ca_state)),
 		own_r, own_l);
 
+	/* liab: a slow subflow whose data would block the receive window
+	 * takes no new data, and one close to it stops growing (hold.h). */
+	if (algo == ALGO_LIA_B && hold_update(sk, ca, cs, own_r) != HOLD_NONE)
+		return;
 	/* liap: a slow subflow holding up a window-limited connection
 	 * gives up half its window instead of growing (penalize.h). */
 	if (algo == ALGO_LIA_P && penalize_if_holding(sk, ca, cs, own_r))
@@ -710,7 +718,7 @@ static __always_inline void cong_avoid_body(struct sock *sk, __u32 ack, __u32 ac
 		return;
 	}
 
-	if (algo == ALGO_LIA || algo == ALGO_LIA_P) {
+	if (algo == ALGO_LIA || algo == ALGO_LIA_P || algo == ALGO_LIA_B) {
 		tcp_cong_avoid_ai(tp, mptcp_cc_lia_cnt(&v), acked);
 	} else if (algo == ALGO_EWTCP) {
 		/* a = 1/n^2: +1 packet per n^2 * cwnd ACKed packets */
@@ -883,3 +891,4 @@ DEFINE_CC(lia, ALGO_LIA)
 DEFINE_CC(olia, ALGO_OLIA)
 DEFINE_CC(ewtcp, ALGO_EWTCP)
 DEFINE_CC(liap, ALGO_LIA_P)
+DEFINE_CC(liab, ALGO_LIA_B)
