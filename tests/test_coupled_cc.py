@@ -110,7 +110,7 @@ def test_liab_holds_only_the_slowest_subflow_when_the_others_would_fill_the_wind
 def test_ewtcp_counts_the_subflows(others):
     """EWTCP's increase is Reno's divided by n^2 (cnt = n^2 w): n is what the
     code counts, the connection's subflows with an RTT sample."""
-    n, _, _ = kernel_math((10, 10 * MS, 0), [(10, 10 * MS, 0)] * others + [(10, 0, 0)])
+    n, *_ = kernel_math((10, 10 * MS, 0), [(10, 10 * MS, 0)] * others + [(10, 0, 0)])
     assert n == others + 1      # the subflow without an RTT sample does not count
 
 

@@ -44,7 +44,7 @@ def test_multihomed_host_routes_by_source():
 def test_points_cover_each_sweep_and_scheme():
     cfg = Wifi3GConfig(buffers_kb=(50, 100), wifi_loss_pcts=(0, 1), wifi_rtts_ms=(20, 80))
     pts = cfg.points()
-    assert len(pts) == 3 * 2 * 4       # sweeps, values, schemes
+    assert len(pts) == 3 * 2 * 5       # sweeps, values, schemes
     loss = [p for p in pts if p.sweep == "loss" and p.scheme == "mptcp"]
     assert [p.wifi.loss_pct for p in loss] == [0, 1] and all(p.buffer_kb == 500 for p in loss)
     rtt = [p for p in pts if p.sweep == "rtt" and p.scheme == "tcp_3g"]
