@@ -18,17 +18,17 @@
  * clamps every later pacing rate it computes to that cap. So:
  *   - on each of its ACKs a subflow asks whether it should hold: it is the
  *     slowest (largest smoothed RTT) of at least two published subflows,
- *     and the others, at their window per RTT, would send the connection's
- *     whole receive window (msk wnd_end - snd_una) before a byte handed to
- *     it now arrives. That delay is its RTT plus the time its window takes
- *     to send what it holds unsent (write_seq - snd_nxt): data queued on a
- *     subflow waits behind that queue, not just one RTT;
- *   - on a change it sets its cap to 0 (hold) or lifts it (~0U, no cap);
- *   - at a quarter of the window instead of half it only stops growing its
- *     window (FREEZE_WINDOW_SHIFT below says why).
+ *     and the others, at their window per RTT, would send half the
+ *     connection's receive window (msk wnd_end - snd_una) or more before a
+ *     byte handed to it now arrives. That delay is its RTT plus the time
+ *     its window takes to send what it holds unsent (write_seq - snd_nxt):
+ *     data queued on a subflow waits behind that queue, not just one RTT;
+ *   - on a change it sets its cap to 0 (hold) or lifts it (~0U, no cap).
  *     Setting a cap also switches on TCP's internal pacing
  *     (sk_pacing_status); the status is put back as it was, so a lifted
- *     subflow sends as before.
+ *     subflow sends as before;
+ *   - at a quarter of the window instead of half it only stops growing its
+ *     window (FREEZE_WINDOW_SHIFT below says why).
  * The scheduler's average falls to 0 the next time it picks the held
  * subflow with an empty queue, so at most one more small chunk (what the
  * window has just opened) goes on it. A held subflow with nothing in
