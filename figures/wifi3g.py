@@ -28,6 +28,9 @@ SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
            "mptcp_penalized": ("MPTCP + penalization (liap)", "#9467bd", "D"),
            "mptcp_hold": ("MPTCP + hold (liab)", "#8c564b", "v")}
 MPTCP_SCHEMES = ("mptcp", "mptcp_penalized", "mptcp_hold")
+# report.md's ratio columns, one per MPTCP scheme
+RATIO_HEADS = {"mptcp": "MPTCP / TCP over WiFi", "mptcp_penalized": "penalized / TCP over WiFi",
+               "mptcp_hold": "hold / TCP over WiFi"}
 SWEEPS = {
     "buffer": ("receive buffer (KB)", "goodput against receive buffer", "wifi3g-buffer.png"),
     "loss": ("WiFi loss rate (%)", "goodput against WiFi loss", "wifi3g-loss.png"),
@@ -150,6 +153,6 @@ def report_lines(results: Path) -> list[str]:
             return [f"{x:g}", *cells, *(f"{by[m].median / w.median:.2f}" if by[m] and w and w.median > 0
                                          else "–" for m in MPTCP_SCHEMES)]
         lines += points_table(schemes, {s: SCHEMES[s][0] for s in SCHEMES}, xlabel,
-                              ["MPTCP / TCP over WiFi", "penalized / TCP over WiFi"], row)
+                              [RATIO_HEADS[m] for m in MPTCP_SCHEMES], row)
         lines.append("")
     return lines

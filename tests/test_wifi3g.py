@@ -129,6 +129,10 @@ def test_figure_from_records_without_root(tmp_path, sweep):
     assert shown.data["tcp_wifi"][0] == (cfg.points()[0].x, 1.0, False)
     assert shown.mentions("delay_line_late")
     assert (tmp_path / "plots" / f"wifi3g-{sweep}.png").exists()
+    # report.md's table: a ratio column per MPTCP scheme, as many cells as heads
+    from figures.wifi3g import report_lines
+    rows = [line for line in report_lines(tmp_path) if line.startswith("|")]
+    assert rows[0].count("|") == rows[2].count("|") and "hold / TCP over WiFi" in rows[0]
 
 
 def _delay_line_pids() -> set[int]:
