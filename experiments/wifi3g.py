@@ -106,7 +106,8 @@ class Wifi3GExperiment(Experiment):
 
     def describe(self, p: Wifi3GPoint) -> str:
         return (f"wifi3g {p.sweep} {SCHEME_LABELS[p.scheme]}, buffer {p.buffer_kb} KB, "
-                f"WiFi {2 * p.wifi.delay_ms:g} ms RTT {p.wifi.loss_pct:g} % loss")
+                f"WiFi {2 * p.wifi.delay_ms:g} ms RTT {p.wifi.loss_pct:g} % loss"
+                + (f", run {p.repeat + 1} of {self.cfg.repeats}" if self.cfg.repeats > 1 else ""))
 
     def run_dir(self, p: Wifi3GPoint) -> Path:
         return p.run_dir(self.cfg.results)
@@ -181,7 +182,7 @@ class Wifi3GExperiment(Experiment):
         flags += net.health_flags()
         return {
             "config": {
-                "sweep": p.sweep, "scheme": p.scheme, "x": p.x,
+                "sweep": p.sweep, "scheme": p.scheme, "x": p.x, "repeat": p.repeat,
                 "receive_buffer_kb": p.buffer_kb,
                 "wifi": _link_record(p.wifi), "3g": _link_record(p.cell),
                 "samples": self.cfg.samples, "warmup_s": self.cfg.warmup_s,

@@ -7,10 +7,13 @@ median of its run's one-second samples, with the interquartile range as a
 bar; dashed lines are what each path, and both together, can carry as TCP
 goodput; the dotted line adds up the two TCP flows' medians (CS244 '14's
 "aggregate TCP"). Invalid runs are drawn as red crosses with their flags.
+A point run several times (--repeats) is the median of its runs' medians,
+its bar their range; it is marked invalid if one of its runs is.
 """
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +52,7 @@ class Point:
     config: dict = field(default_factory=dict)
     capacity: dict = field(default_factory=dict)
     path_share: dict = field(default_factory=dict)
+    runs: int = 1         # runs merged into this point (--repeats)
 
 
 def parse_point(path: Path) -> tuple[str, str, Point]:
@@ -62,9 +66,34 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
         capacity=doc.get("capacity_mbps") or {}, path_share=doc.get("path_share") or {})
 
 
+def merge_repeats(pts: list[Point]) -> list[Point]:
+    """One point per x, sorted: a point's runs as the median of their
+    medians, the bar spanning them; invalid if any of its runs is."""
+    by_x: dict[float, list[Point]] = {}
+    for p in pts:
+        by_x.setdefault(p.x, []).append(p)
+    merged = []
+    for x, runs in sorted(by_x.items()):
+        if len(runs) == 1:
+            merged.append(runs[0])
+            continue
+        medians = sorted(r.median for r in runs)
+        merged.append(Point(
+            x=x, median=statistics.median(medians), q25=medians[0], q75=medians[-1],
+            valid=all(r.valid for r in runs), flags=sorted({f for r in runs for f in r.flags}),
+            config=runs[0].config, capacity=runs[0].capacity,
+            path_share={k: statistics.median(r.path_share.get(k, 0.0) for r in runs)
+                        for k in runs[0].path_share},
+            runs=len(runs)))
+    return merged
+
+
 def load(results: Path) -> dict[str, dict[str, list[Point]]]:
-    """{sweep: {scheme: points sorted by x}}; unreadable records are noted and skipped."""
-    return sweep_points(records.committed(results, records.WIFI3G_RECORDS), parse_point, SWEEPS, SCHEMES)
+    """{sweep: {scheme: points sorted by x}}, a point's repeated runs merged;
+    unreadable records are noted and skipped."""
+    found = sweep_points(records.committed(results, records.WIFI3G_RECORDS), parse_point, SWEEPS, SCHEMES)
+    return {sweep: {scheme: merge_repeats(pts) for scheme, pts in schemes.items()}
+            for sweep, schemes in found.items()}
 
 
 def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
@@ -100,7 +129,9 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
         ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
         ax.tick_params(axis="x", labelrotation=45 if sweep == "buffer" else 0)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("goodput (Mb/s): median of 1 s samples, bar = IQR")
+    runs = max(p.runs for pts in schemes.values() for p in pts)
+    ax.set_ylabel("goodput (Mb/s): median of 1 s samples, bar = IQR" if runs == 1 else
+                  f"goodput (Mb/s): median of {runs} runs' medians\nof 1 s samples, bar = their range")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     cfg = any_point.config
@@ -129,8 +160,9 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
 REPORT_HEAD = """\
 ## WiFi + 3G (E4; CS244 '14, NSDI 2012 Fig. 4)
 
-Median goodput (Mb/s) of one-second samples after the warm-up; MPTCP's share
-of bytes on WiFi in brackets; `!` marks an invalid run. CS244 '14 reports,
+Median goodput (Mb/s) of one-second samples after the warm-up (with
+`--repeats`, the median of the runs' medians); MPTCP's share of bytes on
+WiFi in brackets; `!` marks an invalid run. CS244 '14 reports,
 for the paper: MPTCP about 25 % above TCP over WiFi at 100 KB, most of both
 paths at 200 KB.
 """

@@ -134,6 +134,8 @@ def wifi3g_parser() -> argparse.ArgumentParser:
     add_number_list(p, "--rtts", d.wifi_rtts_ms, "WiFi RTTs of the RTT sweep, ms")
     p.add_argument("--samples", type=int, default=d.samples,
                    help="one-second goodput samples per point; the point is their median (%(default)s)")
+    p.add_argument("--repeats", type=int, default=d.repeats,
+                   help="runs per point; the figure shows the median of their medians (%(default)s)")
     add_timing_options(p, None, "", d.warmup_s, "seconds of traffic before sampling starts (%(default)s)")
     add_seed_option(p, d.seed, "loss and jitter seed")
     add_cc_option(p)
@@ -151,7 +153,7 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
         sweeps=name_list(args.sweeps), schemes=schemes,
         buffers_kb=number_list(args.buffers, "--buffers", int), fixed_buffer_kb=args.buffer,
         wifi_loss_pcts=number_list(args.losses, "--losses"), wifi_rtts_ms=number_list(args.rtts, "--rtts"),
-        samples=args.samples, warmup_s=args.warmup, seed=args.seed, cc=cc,
+        samples=args.samples, repeats=args.repeats, warmup_s=args.warmup, seed=args.seed, cc=cc,
         results=Path(args.results))
     cfg.validate()
     args.notes = [cc_note, schemes_note]

@@ -106,6 +106,27 @@ def test_small_experiment_uses_each_path_and_draws(tmp_path, no_leftovers):
     assert "goodput against receive buffer" in (results / "report.md").read_text()
 
 
+def test_repeats_are_runs_of_their_own_taking_the_schemes_in_turn():
+    cfg = Wifi3GConfig(sweeps=("buffer",), buffers_kb=(200,), schemes=("tcp_wifi", "mptcp"), repeats=3)
+    pts = cfg.points()
+    assert [(p.scheme, p.repeat) for p in pts] == [("tcp_wifi", 0), ("mptcp", 0), ("tcp_wifi", 1),
+                                                   ("mptcp", 1), ("tcp_wifi", 2), ("mptcp", 2)]
+    assert [p.label for p in pts[::2]] == ["200kb", "200kb-r2", "200kb-r3"]
+    assert len({p.run_dir(cfg.results) for p in pts}) == 6
+    with pytest.raises(ConfigError, match="--repeats 0"):
+        Wifi3GConfig(repeats=0).validate()
+
+
+def test_a_points_repeats_are_drawn_as_the_median_of_their_medians():
+    from figures.wifi3g import Point, merge_repeats
+    runs = [Point(x=200, median=m, q25=0, q75=0, valid=v, flags=f, path_share={"wifi": s})
+            for m, v, f, s in ((7.0, True, [], 0.9), (9.0, True, [], 0.7), (8.0, False, ["timed_out"], 0.8))]
+    [merged] = merge_repeats(runs + [])
+    assert (merged.median, merged.q25, merged.q75, merged.runs) == (8.0, 7.0, 9.0, 3)
+    assert not merged.valid and merged.flags == ["timed_out"] and merged.path_share == {"wifi": 0.8}
+    assert merge_repeats(runs[:1]) == runs[:1]
+
+
 @pytest.mark.parametrize("sweep", ["loss", "rtt"])
 def test_figure_from_records_without_root(tmp_path, sweep):
     """plot.py draws each E4 sweep from run.json alone, invalid runs marked."""

@@ -31,6 +31,7 @@ class Wifi3GPoint:
     buffer_kb: int        # the receiver's receive buffer
     wifi: LinkParams
     cell: LinkParams
+    repeat: int = 0       # which run of the point (0 = the first)
 
     @property
     def x(self) -> float:
@@ -40,8 +41,10 @@ class Wifi3GPoint:
 
     @property
     def label(self) -> str:
-        return {"buffer": f"{self.buffer_kb}kb", "loss": f"{self.wifi.loss_pct:g}pct",
-                "rtt": f"{2 * self.wifi.delay_ms:g}ms"}[self.sweep]
+        """The run's folder name: the value, then -r2, -r3, ... for repeats."""
+        value = {"buffer": f"{self.buffer_kb}kb", "loss": f"{self.wifi.loss_pct:g}pct",
+                 "rtt": f"{2 * self.wifi.delay_ms:g}ms"}[self.sweep]
+        return value + (f"-r{self.repeat + 1}" if self.repeat else "")
 
     def run_dir(self, results: Path) -> Path:
         return records.wifi3g_run(results, self.sweep, self.scheme, self.label)
@@ -59,6 +62,7 @@ class Wifi3GConfig:
     wifi_loss_pcts: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 5.0)
     wifi_rtts_ms: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 200.0)
     samples: int = 10                       # one-second goodput samples per point
+    repeats: int = 1                        # runs per point; the figure takes their median
     warmup_s: float = 10.0
     seed: int = 0
     cc: str = field(default_factory=machine_cc)
@@ -85,6 +89,8 @@ class Wifi3GConfig:
                 raise ConfigError(f"receive buffer {kb} KB: must be within 4..65536 KB")
         if not 1 <= self.samples <= 600:
             raise ConfigError(f"--samples {self.samples}: must be within 1..600")
+        if not 1 <= self.repeats <= 20:
+            raise ConfigError(f"--repeats {self.repeats}: must be within 1..20")
         if not 0 <= self.warmup_s <= 600:
             raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
         check_cc(self.cc)
@@ -106,19 +112,22 @@ class Wifi3GConfig:
 
     def points(self) -> list[Wifi3GPoint]:
         """Every run, grouped so that runs on the same paths are adjacent
-        (the network is built once per pair of paths)."""
+        (the network is built once per pair of paths). A point's repeats
+        take the schemes in turn, so that whatever drifts over a sweep
+        touches every scheme alike."""
+        r = range(self.repeats)
         pts = []
         if "buffer" in self.sweeps:
-            pts += [Wifi3GPoint("buffer", s, kb, self.wifi, self.cell)
-                    for kb in self.buffers_kb for s in self.schemes]
+            pts += [Wifi3GPoint("buffer", s, kb, self.wifi, self.cell, i)
+                    for kb in self.buffers_kb for i in r for s in self.schemes]
         if "loss" in self.sweeps:
             pts += [Wifi3GPoint("loss", s, self.fixed_buffer_kb,
-                                dataclasses.replace(self.wifi, loss_pct=loss), self.cell)
-                    for loss in self.wifi_loss_pcts for s in self.schemes]
+                                dataclasses.replace(self.wifi, loss_pct=loss), self.cell, i)
+                    for loss in self.wifi_loss_pcts for i in r for s in self.schemes]
         if "rtt" in self.sweeps:
             pts += [Wifi3GPoint("rtt", s, self.fixed_buffer_kb,
-                                dataclasses.replace(self.wifi, delay_ms=rtt / 2), self.cell)
-                    for rtt in self.wifi_rtts_ms for s in self.schemes]
+                                dataclasses.replace(self.wifi, delay_ms=rtt / 2), self.cell, i)
+                    for rtt in self.wifi_rtts_ms for i in r for s in self.schemes]
         return pts
 
 
