@@ -102,13 +102,11 @@ __noinline __u32 mptcp_cc_hold_level(const struct conn_state *cs, __u32 own_idx,
  * ack), 0 when sk's connection cannot be read. */
 static __always_inline __u64 conn_receive_window(struct sock *sk, struct cc_priv *ca)
 {
-	struct mptcp_subflow_context *sf = subflow_ctx(sk, ca);
-	struct mptcp_sock *msk;
+	struct mptcp_sock *msk = conn_of(sk, ca);
 	__u64 una, wnd_end;
 
-	if (!sf || !sf->conn)
+	if (!msk)
 		return 0;
-	msk = bpf_rdonly_cast(sf->conn, bpf_core_type_id_kernel(struct mptcp_sock));
 	una = msk->snd_una;
 	wnd_end = msk->wnd_end;
 	return (__s64)(wnd_end - una) > 0 ? wnd_end - una : 0;

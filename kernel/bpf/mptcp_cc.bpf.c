@@ -287,6 +287,17 @@ static __always_inline __u32 resolve_token(struct sock *sk, struct cc_priv *ca)
 	return sf ? sf->token : 0;
 }
 
+/* The MPTCP connection sk is a subflow of (an untrusted, read-only
+ * pointer), or NULL if none (yet). */
+static __always_inline struct mptcp_sock *conn_of(struct sock *sk, struct cc_priv *ca)
+{
+	struct mptcp_subflow_context *sf = subflow_ctx(sk, ca);
+
+	if (!sf || !sf->conn)
+		return NULL;
+	return bpf_rdonly_cast(sf->conn, bpf_core_type_id_kernel(struct mptcp_sock));
+}
+
 #include "penalize.h"
 #include "hold.h"
 

@@ -37,13 +37,11 @@ __u64 penalties = 0;
  * because of the peer's receive window. */
 static __always_inline bool conn_window_limited(struct sock *sk, struct cc_priv *ca)
 {
-	struct mptcp_subflow_context *sf = subflow_ctx(sk, ca);
-	struct mptcp_sock *msk;
+	struct mptcp_sock *msk = conn_of(sk, ca);
 	__u64 snd_nxt, wnd_end;
 
-	if (!sf || !sf->conn)
+	if (!msk)
 		return false;
-	msk = bpf_rdonly_cast(sf->conn, bpf_core_type_id_kernel(struct mptcp_sock));
 	snd_nxt = msk->snd_nxt;
 	wnd_end = msk->wnd_end;
 	return (__s64)(wnd_end - snd_nxt) < (__s64)tcp_sk(sk)->mss_cache;
