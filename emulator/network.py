@@ -20,6 +20,7 @@ from base.links import LinkParams
 from emulator.fabrics.common import Fabric
 from emulator.fabrics import FABRICS
 from base.procs import CommandError, ProcessTracker, run
+from emulator.traffic.common import reset_connections
 from emulator.traffic.drivers import DRIVERS
 from emulator.traffic.transfers import TransferDriver
 from kernel import transport
@@ -93,6 +94,9 @@ class Network:
         """Remove what was created; a second Ctrl-C waits until that is done."""
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
+            # Reset while the processes still hold their connections, before
+            # SIGTERM closes them (transport.reset_connections says why).
+            reset_connections(self.fabric, self.fabric.hosts())
             self.procs.stop_all()
             self.pm.close()
             self.abort_connections()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from base.platform import sysctl_exists
-from base.procs import run
+from base.procs import CommandError, run
 
 # Client ports of flows are fixed (see emulator/traffic/common.py) above this range,
 # so ephemeral ports of extra subflows never collide with them.
@@ -157,6 +157,22 @@ def tcp_sockets_open(ns_pid: int) -> list[str]:
     subflows are TCP sockets and show here."""
     return [f"{TCP_STATES.get(state, state)} {local} -> {remote}"
             for state, local, remote in _socket_table(ns_pid, "tcp") if state != _TIME_WAIT]
+
+
+def reset_connections(ns_pid: int, timeout_s: float = 5.0) -> bool:
+    """Reset (`ss -K`) every connected TCP socket of a namespace, MPTCP
+    subflows included, once; listeners stay (the kernel refuses to reset an
+    MPTCP listener's subflow). For connections whose processes still hold
+    them: the processes then see a reset instead of closing gracefully, and
+    no MPTCP connection is left to close on its own as an orphan (README,
+    "Clean-up guarantees", says what that has leaked). Returns whether ss
+    ran to its end; what is left is for the caller to check, if it must."""
+    try:
+        run(["ss", "-K", "-t", "state", "connected"], timeout=timeout_s, ns_pid=ns_pid,
+            check=False)
+    except (CommandError, OSError):     # timed out, or the namespace is gone
+        return False
+    return True
 
 
 def counter_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

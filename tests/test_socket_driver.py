@@ -1,6 +1,8 @@
 """The socket driver (emulator/traffic/flowgen.py, emulator/traffic/socket_driver.py): every
 connection has all its subflows before the first data byte, as the path
 manager's own records show, and goodput is counted from the release."""
+import time
+
 import pytest
 
 from experiments.config import LinkParams, SweepConfig
@@ -82,6 +84,45 @@ def test_every_subflow_is_up_before_the_first_data(ft4, tmp_path, subflows):
             assert c.last_subflow_at < ft4.driver.released_at
     else:
         assert ft4.pm.connections() == []
+
+
+@needs_root
+def test_an_interrupted_run_resets_connections_its_processes_still_hold(ft4):
+    """What a driver does on Ctrl-C before it stops anything: every
+    connected socket of the hosts is reset while its process still holds
+    it, so the process sees the reset and no MPTCP connection is left to
+    close on its own. The listener stays (its process closes it)."""
+    import socket
+    from emulator.traffic.common import reset_connections
+    from emulator.traffic.flowgen import IPPROTO_MPTCP
+    from kernel.netlink import made_in_netns
+    from kernel.transport import listening_ports, tcp_sockets_open
+
+    [f] = ft4.driver.endpoints([Flow("h0_0_1", "h2_0_1")])
+    client_pid, server_pid = ft4.fabric.pid(f.src), ft4.fabric.pid(f.dst)
+
+    def mptcp_socket():
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+
+    with made_in_netns(server_pid, mptcp_socket) as listener:
+        listener.bind((f.dst_ip, f.server_port))
+        listener.listen()
+        with made_in_netns(client_pid, mptcp_socket) as client:
+            client.settimeout(5)
+            client.connect((f.dst_ip, f.server_port))
+            receiver, _ = listener.accept()
+            with receiver:
+                client.sendall(b"x" * 1000)
+                assert receiver.recv(1000)
+                assert len(tcp_sockets_open(client_pid)) == 1
+                reset_connections(ft4.fabric, [f.src, f.dst])
+                assert tcp_sockets_open(client_pid) == []
+                assert f.server_port in listening_ports(server_pid)
+                assert len(tcp_sockets_open(server_pid)) == 1        # the listener alone
+                with pytest.raises(OSError):
+                    for _ in range(100):    # the reset reaches the process, not a graceful close
+                        client.send(bytes(1 << 16))
+                        time.sleep(0.01)
 
 
 @needs_root

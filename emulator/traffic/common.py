@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from base.procs import ProcessTracker
 from emulator.fabrics.common import Fabric, wait_until
+from kernel import transport
 from kernel.transport import listening_ports
 from workloads import Flow
 
@@ -31,6 +32,15 @@ FINISH_GRACE_S = 20
 
 class TrafficError(RuntimeError):
     pass
+
+
+def reset_connections(fabric: Fabric, hosts) -> None:
+    """Reset the connected TCP sockets of `hosts` (kernel/transport.py's
+    reset_connections): what a driver does when its run is interrupted
+    (Ctrl-C, an error), before it stops the run's processes."""
+    for host in sorted(set(hosts)):
+        if host in fabric.nodes:
+            transport.reset_connections(fabric.pid(host))
 
 
 @dataclass

@@ -24,7 +24,8 @@ import json
 import time
 from pathlib import Path
 
-from emulator.traffic.common import (FINISH_GRACE_S, FlowEndpoints, FlowOutcome, TrafficDriver)
+from emulator.traffic.common import (FINISH_GRACE_S, FlowEndpoints, FlowOutcome, TrafficDriver,
+                                      reset_connections)
 
 CONNECT_TIMEOUT_MS = 5000
 
@@ -109,6 +110,11 @@ class IperfDriver(TrafficDriver):
             self.procs.stop(late)
             # A server exits once its client's test is over; give it a moment.
             self.procs.stop(self.procs.wait(servers, time.monotonic() + 5))
+        except BaseException:
+            # Interrupted: reset the flows while both ends hold them, before
+            # SIGTERM (common.reset_connections).
+            reset_connections(self.fabric, [h for f in flows for h in (f.src, f.dst)])
+            raise
         finally:
             self.procs.stop(servers)
         late_ids = {id(p) for p in late}

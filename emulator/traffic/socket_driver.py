@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from base.procs import ProcessTracker
-from emulator.traffic.common import FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome, TrafficDriver, TrafficError
+from emulator.traffic.common import (FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome,
+                                      TrafficDriver, TrafficError, reset_connections)
 
 REPO = Path(__file__).resolve().parents[2]
 CONNECT_TIMEOUT_S = 10.0
@@ -132,6 +133,9 @@ class SocketDriver(TrafficDriver):
             if received is None:
                 receiver.tell({"stop": True})
                 received = receiver.hear(5.0)
+        except BaseException:
+            reset_connections(self.fabric, [h for f in flows for h in (f.src, f.dst)])
+            raise
         finally:
             self.procs.stop([receiver.proc] + ([sender.proc] if sender else []))
         record = {"opened": opened, "ready_wait_s": ready_s, "sent": sent, "received": received,

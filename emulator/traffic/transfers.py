@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.procs import ProcessTracker
-from emulator.traffic.common import LISTEN_TIMEOUT_S, TrafficError
+from emulator.traffic.common import LISTEN_TIMEOUT_S, TrafficError, reset_connections
 from emulator.traffic.socket_driver import JsonLinesChild
 from emulator.traffic.transfergen import STOPPED  # noqa: F401  (a transfer's error when stop_s ended it)
 
@@ -119,6 +119,7 @@ class TransferDriver:
             released = time.monotonic() + RELEASE_LEAD_S
             child.tell({"t0": released})
         except BaseException:
+            reset_connections(self.fabric, [h for t in transfers for h in (t.src, t.dst)])
             self.procs.stop([child.proc])
             raise
         last_start = max([t.at_s for t in transfers] + ([stop_s] if stop_s is not None else []),
@@ -142,6 +143,9 @@ class RunningTransfers:
             report = self.child.hear(max(0.0, self.deadline - time.monotonic()))
             if report is None:
                 raise TrafficError("transfergen did not report its transfers in time")
+        except BaseException:
+            reset_connections(self.driver.fabric, [h for t in self.transfers for h in (t.src, t.dst)])
+            raise
         finally:
             self.driver.procs.stop([self.child.proc])
         (self.logdir / "transfers.json").write_text(json.dumps(report))
