@@ -86,43 +86,52 @@ def test_every_subflow_is_up_before_the_first_data(ft4, tmp_path, subflows):
         assert ft4.pm.connections() == []
 
 
+def mptcp_connection(ft4, src: str, dst: str):
+    """A listener on dst and one MPTCP connection to it from src, made in
+    the hosts' namespaces by this process: (flow, listener, client,
+    accepted); the caller closes them."""
+    import socket
+    from emulator.traffic.flowgen import IPPROTO_MPTCP
+    from kernel.netlink import made_in_netns
+
+    [f] = ft4.driver.endpoints([Flow(src, dst)])
+
+    def mptcp_socket():
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
+
+    listener = made_in_netns(ft4.fabric.pid(f.dst), mptcp_socket)
+    listener.bind((f.dst_ip, f.server_port))
+    listener.listen()
+    client = made_in_netns(ft4.fabric.pid(f.src), mptcp_socket)
+    client.settimeout(5)
+    client.connect((f.dst_ip, f.server_port))
+    accepted, _ = listener.accept()
+    return f, listener, client, accepted
+
+
 @needs_root
 def test_an_interrupted_run_resets_connections_its_processes_still_hold(ft4):
     """What a driver does on Ctrl-C before it stops anything: every
     connected socket of the hosts is reset while its process still holds
     it, so the process sees the reset and no MPTCP connection is left to
     close on its own. The listener stays (its process closes it)."""
-    import socket
     from emulator.traffic.common import reset_connections
-    from emulator.traffic.flowgen import IPPROTO_MPTCP
-    from kernel.netlink import made_in_netns
     from kernel.transport import listening_ports, tcp_sockets_open
 
-    [f] = ft4.driver.endpoints([Flow("h0_0_1", "h2_0_1")])
+    f, listener, client, receiver = mptcp_connection(ft4, "h0_0_1", "h2_0_1")
     client_pid, server_pid = ft4.fabric.pid(f.src), ft4.fabric.pid(f.dst)
-
-    def mptcp_socket():
-        return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
-
-    with made_in_netns(server_pid, mptcp_socket) as listener:
-        listener.bind((f.dst_ip, f.server_port))
-        listener.listen()
-        with made_in_netns(client_pid, mptcp_socket) as client:
-            client.settimeout(5)
-            client.connect((f.dst_ip, f.server_port))
-            receiver, _ = listener.accept()
-            with receiver:
-                client.sendall(b"x" * 1000)
-                assert receiver.recv(1000)
-                assert len(tcp_sockets_open(client_pid)) == 1
-                reset_connections(ft4.fabric, [f.src, f.dst])
-                assert tcp_sockets_open(client_pid) == []
-                assert f.server_port in listening_ports(server_pid)
-                assert len(tcp_sockets_open(server_pid)) == 1        # the listener alone
-                with pytest.raises(OSError):
-                    for _ in range(100):    # the reset reaches the process, not a graceful close
-                        client.send(bytes(1 << 16))
-                        time.sleep(0.01)
+    with listener, client, receiver:
+        client.sendall(b"x" * 1000)
+        assert receiver.recv(1000)
+        assert len(tcp_sockets_open(client_pid)) == 1
+        reset_connections(ft4.fabric, [f.src, f.dst])
+        assert tcp_sockets_open(client_pid) == []
+        assert f.server_port in listening_ports(server_pid)
+        assert len(tcp_sockets_open(server_pid)) == 1        # the listener alone
+        with pytest.raises(OSError):
+            for _ in range(100):    # the reset reaches the process, not a graceful close
+                client.send(bytes(1 << 16))
+                time.sleep(0.01)
 
 
 @needs_root
@@ -136,24 +145,11 @@ def test_the_teardown_resets_sockets_a_run_left_open(ft4):
     process would be: the kernel refuses to reset an MPTCP listener's
     subflow (net/mptcp/subflow.c, tcp_abort_override: EINVAL), so `ss -K`
     leaves it, and only its process closing it removes it."""
-    import socket
-    from emulator.traffic.flowgen import IPPROTO_MPTCP
-    from kernel.netlink import made_in_netns
     from kernel.transport import tcp_sockets_open
 
-    [f] = ft4.driver.endpoints([Flow("h0_0_0", "h2_0_0")])
+    f, listener, client, receiver = mptcp_connection(ft4, "h0_0_0", "h2_0_0")
     client_pid, server_pid = ft4.fabric.pid(f.src), ft4.fabric.pid(f.dst)
-
-    def mptcp_socket():
-        return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP)
-
-    with made_in_netns(server_pid, mptcp_socket) as listener:
-        listener.bind((f.dst_ip, f.server_port))
-        listener.listen()
-        client = made_in_netns(client_pid, mptcp_socket)
-        client.settimeout(5)
-        client.connect((f.dst_ip, f.server_port))
-        receiver, _ = listener.accept()
+    with listener:
         with receiver:
             client.settimeout(0.5)
             try:
