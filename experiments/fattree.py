@@ -25,7 +25,7 @@ from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_co
                                    first_fit_record, flow_key, mptcp_counters, run_flags,
                                    subflows_by_flow)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
-from experiments.startup import PhaseClock, startup_record
+from experiments.startup import PhaseClock, clients_started_late, startup_record
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
 from monitor import CpuMonitor, Monitors
@@ -200,6 +200,8 @@ class Sweep:
         record["startup"] = startup_record(
             clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
             monitors.cpu.samples, monitors.started_at)
+        if clients_started_late(record["startup"], rc.warmup_s, self.driver.clients_send_at_start):
+            record["flags"].append("clients_started_late")
         record["monitors"] = monitors.summary(from_s=rc.warmup_s)
         if rc.schedule_interval_s is not None:
             record["first_fit"] = first_fit_record(self.fabric, rc.schedule_interval_s,

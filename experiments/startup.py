@@ -49,6 +49,18 @@ class PhaseClock:
         return out
 
 
+def clients_started_late(startup: dict, warmup_s: float, clients_send_at_start: bool) -> bool:
+    """Whether starting a run's clients took longer than its warm-up, with a
+    driver whose clients send from the moment they start (iperf3): then the
+    first flows counted seconds while the last had not begun, so the flows
+    did not compete over the whole counted window. Seen at FatTree(8), 2.5
+    Mb/s, MPTCP-6 (2026-11-28): 81 s to start 128 clients against a 20 s
+    warm-up. The socket driver starts data on all flows at once after its
+    connections are open, so its start never staggers them."""
+    started = startup.get("clients_started_s")
+    return clients_send_at_start and started is not None and started > warmup_s
+
+
 def startup_record(clock: PhaseClock, connections: dict[tuple, object], flow_keys: list[tuple],
                    subflows: int, cpu_samples: list, monitor_t0: float) -> dict:
     """The run's `startup` object. `clock` was marked "start_servers" just

@@ -2,7 +2,7 @@
 records and CPU samples (the end-to-end numbers are checked in test_sweep)."""
 import time
 
-from experiments.startup import PhaseClock, startup_record
+from experiments.startup import PhaseClock, clients_started_late, startup_record
 from kernel.mptcp_pm import Connection
 from monitor import CpuSample
 
@@ -74,3 +74,15 @@ def test_phase_clock_splits_wall_time_and_cpu_between_marks():
     # At least most of the spin shows as busy CPU (ticks are 10 ms).
     assert phase["cpu_core_s"] >= 0.2, phase
     assert abs(clock.at("spin") - clock.at("begin") - phase["wall_s"]) < 1e-3
+
+
+def test_a_client_start_longer_than_the_warm_up_is_flagged_for_iperf3_only():
+    from emulator.traffic.drivers import DRIVERS
+    rec = startup_record(START, {}, KEYS, 1, samples(50), monitor_t0=100.5)
+    started = rec["clients_started_s"]
+    assert started > 0
+    iperf3, socket = DRIVERS["iperf3"].clients_send_at_start, DRIVERS["socket"].clients_send_at_start
+    assert clients_started_late(rec, warmup_s=started / 2, clients_send_at_start=iperf3)
+    assert not clients_started_late(rec, warmup_s=started * 2, clients_send_at_start=iperf3)
+    # The socket driver opens every connection before any data flows.
+    assert not clients_started_late(rec, warmup_s=started / 2, clients_send_at_start=socket)

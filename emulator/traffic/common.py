@@ -76,6 +76,10 @@ class TrafficDriver:
     ports. A driver's run() sends every flow for warmup_s + time_s seconds
     and returns one FlowOutcome per flow, measured at the receiver."""
     name = ""
+    # Whether a flow's client sends from the moment it starts (iperf3), so a
+    # slow start of the clients staggers the flows; else data starts on all
+    # flows at once when run() releases them.
+    clients_send_at_start = False
 
     def __init__(self, fabric: Fabric, procs: ProcessTracker):
         self.fabric = fabric

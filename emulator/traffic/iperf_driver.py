@@ -70,6 +70,7 @@ class IperfDriver(TrafficDriver):
     """One iperf3 server and one client per flow, every client sending from
     the moment it starts."""
     name = "iperf3"
+    clients_send_at_start = True
     # How long a client may take to connect before its flow counts as failed
     # (iperf3 --connect-timeout); an attribute so a test under full emulation,
     # where the reactive controller sets up a path slowly, can allow more.
