@@ -19,7 +19,7 @@ from dctopo import DCTopo
 from base.links import LinkParams
 from emulator.fabrics.common import Fabric
 from emulator.fabrics import FABRICS
-from base.procs import CommandError, ProcessTracker, run
+from base.procs import ProcessTracker, run
 from emulator.traffic.common import reset_connections
 from emulator.traffic.drivers import DRIVERS
 from emulator.traffic.transfers import TransferDriver
@@ -42,10 +42,7 @@ def _reset_tcp_sockets(ns_pid: int) -> list[str]:
     """Reset the TCP sockets of one namespace; return those still open."""
     remaining: list[str] = []
     for _ in range(ABORT_ATTEMPTS):
-        try:
-            run(["ss", "-K", "-t", "-a"], timeout=SS_TIMEOUT_S, ns_pid=ns_pid, check=False)
-        except CommandError:
-            pass                # timed out: look, and try again
+        transport.reset_connections(ns_pid, timeout_s=SS_TIMEOUT_S)   # if ss timed out: the next try
         try:
             remaining = transport.tcp_sockets_open(ns_pid)
         except OSError:         # the namespace's last process is already gone
