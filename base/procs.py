@@ -84,6 +84,10 @@ class ProcessTracker:
         self.procs.append(Tracked(label, proc))
         return proc
 
+    def running(self) -> bool:
+        """Whether any tracked process is still running."""
+        return any(t.proc.poll() is None for t in self.procs)
+
     def wait(self, procs: list[subprocess.Popen], deadline: float) -> list[subprocess.Popen]:
         """Wait until every process exits or the deadline passes; return the
         ones still running at the deadline (the caller decides what that means)."""
