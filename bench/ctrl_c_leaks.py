@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kernel.coupled_cc import COUPLED, bpf_maps  # noqa: E402
+from kernel.coupled_cc import COUPLED, loaded_maps  # noqa: E402
 
 # After the harness exits, how long a map may take to go with its last
 # socket (an orphan's reset and RCU) before it counts as kept.
@@ -36,7 +36,8 @@ SETTLE_AFTER_EXIT_S = 5.0
 
 
 def struct_ops_ids() -> set[int]:
-    return {m["id"] for m in bpf_maps() if m.get("type") == "struct_ops" and m.get("name") in COUPLED}
+    """Ids of our algorithms' struct_ops maps in the kernel now."""
+    return {map_id for map_id, name in loaded_maps().items() if name in COUPLED}
 
 
 def one_try(results: Path, settle_s: float, cc: str) -> int:
