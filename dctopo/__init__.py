@@ -87,9 +87,9 @@ VL2, DHFT, PerfectSwitch), bcube.py, paths.py (WiFi3G, NSwitch, TwoPaths).
 from dctopo.base import DCTopo, Interface, Route, SourceRule, intf_name
 from dctopo.bcube import BCUBE_RULE_PRIORITY, BCUBE_TABLE, BCube
 from dctopo.clos import DHFT, VL2, FatTree, PerfectSwitch, dhft_hosts_per_rack
-from dctopo.paths import PROVISIONED_PATHS, NSwitch, Provisioned, TwoPaths, WiFi3G
+from dctopo.paths import NSwitch, Provisioned, TwoPaths, WiFi3G
 
 __all__ = ["DCTopo", "Interface", "Route", "SourceRule", "intf_name", "BCUBE_RULE_PRIORITY",
            "BCUBE_TABLE", "BCube", "DHFT", "VL2", "FatTree", "PerfectSwitch",
-           "dhft_hosts_per_rack", "PROVISIONED_PATHS", "NSwitch", "Provisioned",
+           "dhft_hosts_per_rack", "NSwitch", "Provisioned",
            "TwoPaths", "WiFi3G"]

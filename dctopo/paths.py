@@ -4,6 +4,8 @@ traffic on one (TwoPaths)."""
 from __future__ import annotations
 
 from base.links import ACCESS, CELL, WIFI, LinkParams
+from base.provisioning import (TESTBED_DESTINATIONS, TESTBED_LINKS, TESTBED_LOCAL_LINKS, TESTBED_LONG_LINKS,
+                               TESTBED_PATH_COUNT, TESTBED_SOURCES, choose_paths, path_problem)
 from dctopo.base import DCTopo, Interface, dpid
 
 
@@ -105,13 +107,6 @@ class TwoPaths(DCTopo):
         return f"10.{path + 1}.0.2", f"10.{path + 1}.1.2"
 
 
-# The Amsterdam-Geneva testbed's four paths (seeds/004 in README's sources):
-# by switch, from the sender's side. P1 and P2 each cross one long link and
-# nothing else; P3 and P4 cross the local link between the sender's two
-# switches (in opposite directions) and then the long link of P2 and of P1.
-PROVISIONED_PATHS = (("a1", "b1"), ("a2", "b2"), ("a1", "a2", "b2"), ("a2", "a1", "b1"))
-
-
 class Provisioned(DCTopo):
     """Two servers, two switches each, two long links between the switch
     pairs, and the paths a controller provisions over them (van der Pol et
@@ -132,13 +127,20 @@ class Provisioned(DCTopo):
     flow entries on the openflow fabric. Host links are `access` (fast: the
     hosts' interfaces never limit), the long links `long`, the local links
     `local`.
+
+    `paths` are the switches of each path from h1's side; None: the four
+    that base.provisioning.choose_paths computes from the links, as the
+    testbed's controller computed its paths (link-disjoint ones first),
+    which are the testbed's own (TESTBED_PATHS).
     """
 
     def build(self, long: LinkParams = LinkParams(delay_ms=20.0), local: LinkParams | None = None,
-              access: LinkParams = ACCESS, paths: tuple[tuple[str, ...], ...] = PROVISIONED_PATHS):
+              access: LinkParams = ACCESS, paths: tuple[tuple[str, ...], ...] | None = None):
         local = local or LinkParams(bw_mbps=long.bw_mbps, queue_pkts=long.queue_pkts)
         self.long, self.local = long, local
-        self.paths = tuple(tuple(p) for p in paths)
+        self.paths_computed = paths is None
+        self.paths = (choose_paths(TESTBED_LINKS, TESTBED_SOURCES, TESTBED_DESTINATIONS, TESTBED_PATH_COUNT)
+                      if paths is None else tuple(tuple(p) for p in paths))
         ports = {}      # switch -> next free port
         for n, sw in enumerate(("a1", "a2", "b1", "b2")):
             self.addSwitch(sw, role="edge", dpid=dpid(1, 0, n + 1), router_id=f"10.100.0.{n + 1}")
@@ -155,16 +157,14 @@ class Provisioned(DCTopo):
 
         h1 = self.addHost("h1", role="host")
         h2 = self.addHost("h2", role="host")
-        for a, b in (("a1", "b1"), ("a2", "b2")):
+        for a, b in TESTBED_LONG_LINKS:
             link(a, b, long)
-        link("a1", "a2", local)
-        link("b1", "b2", local)
-        adjacent = {frozenset(pair) for pair in self.links()}
+        for a, b in TESTBED_LOCAL_LINKS:
+            link(a, b, local)
         for i, path in enumerate(self.paths):
-            if path[0][0] != "a" or path[-1][0] != "b" or any(
-                    frozenset(hop) not in adjacent for hop in zip(path, path[1:])):
-                raise ValueError(f"path {i + 1} {'-'.join(path)}: not a path from a1/a2 to b1/b2 "
-                                 "over the testbed's links")
+            problem = path_problem(path, TESTBED_LINKS, TESTBED_SOURCES, TESTBED_DESTINATIONS)
+            if problem:
+                raise ValueError(f"path {i + 1} {'-'.join(path)}: {problem}")
             link(h1, path[0], access, port1=i, params1={"ip": f"10.{i + 1}.0.2/32"})
             link(path[-1], h2, access, port2=i, params2={"ip": f"10.{i + 1}.1.2/32"})
 

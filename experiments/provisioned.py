@@ -1,6 +1,8 @@
 """E10, provisioned paths (van der Pol et al., TNC 2013; seeds/004 in
 README's sources): MPTCP over four paths that a controller provisioned
 between two servers, two of them link-disjoint, over two long links.
+The paths are computed from the testbed's links, link-disjoint ones first
+(base.provisioning.choose_paths: the four below), or given with --paths.
 
     h1 -- a1 ==long 0== b1 -- h2      path 1: a1 b1      (disjoint)
           |            |              path 2: a2 b2      (disjoint)
@@ -30,7 +32,8 @@ link-disjoint paths after a while. What each run measures towards that:
 the share of h1's bytes on the disjoint paths after `settle_s`.
 
 Results: results/provisioned-<fabric>/<scheme>/run.json (tcp: tcp_p1..p4);
-another order: results/provisioned-<fabric>-order<paths>/.
+another order or path set: results/provisioned-<fabric>-<variant>/
+(config.provisioned.variant_label).
 """
 from __future__ import annotations
 
@@ -41,7 +44,7 @@ from dctopo import Provisioned
 from emulator.delayline import stats_delta
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
-from experiments.config.provisioned import DISJOINT, ProvisionedConfig, ProvisionedPoint
+from experiments.config.provisioned import ProvisionedConfig, ProvisionedPoint
 from experiments.longflows import client_connections, flow_key
 from experiments.runner import Experiment
 from kernel.transport import read_dev_bytes
@@ -60,7 +63,7 @@ LATE_PCT_FLAG = 1.0
 
 class ProvisionedNetwork(Network):
     def __init__(self, cfg: ProvisionedConfig):
-        super().__init__(Provisioned(long=cfg.long, local=cfg.local), cfg.long, cfg.cc,
+        super().__init__(Provisioned(long=cfg.long, local=cfg.local, paths=cfg.paths), cfg.long, cfg.cc,
                          seed=cfg.seed, fabric=cfg.fabric)
 
     def sent_bytes(self) -> dict[str, int]:
@@ -89,7 +92,10 @@ class ProvisionedExperiment(Experiment):
         return (f"provisioned (E10): 4 paths over 2 long links of {cfg.long.bw_mbps:g} Mb/s, "
                 f"{cfg.long.delay_ms:g} ms one way; local links {cfg.local.bw_mbps:g} Mb/s; "
                 f"fabric {cfg.fabric}; {cfg.time_s:g} s per run, path shares after {cfg.settle_s:g} s; "
-                f"MPTCP opens its subflows on paths {','.join(str(i + 1) for i in cfg.order)} in turn")
+                f"MPTCP opens its subflows on paths {','.join(str(i + 1) for i in cfg.order)} in turn\n"
+                f"  paths ({'computed: link-disjoint first' if cfg.paths is None else 'as given'}): "
+                + ", ".join(f"{i + 1} {'-'.join(path)}" for i, path in enumerate(cfg.switch_paths))
+                + f"; link-disjoint: {', '.join(str(i + 1) for i in cfg.disjoint)}")
 
     def describe(self, p: ProvisionedPoint) -> str:
         where = f" on path {p.path + 1}" if p.scheme == "tcp" else ""
@@ -142,7 +148,7 @@ class ProvisionedExperiment(Experiment):
         per_path = {f"p{i + 1}": sent.get(f"h1-eth{i}", []) for i in range(4)}
         settled = {name: series[int(cfg.settle_s):] for name, series in per_path.items()}
         settled_total = sum(sum(s) for s in settled.values())
-        disjoint = sum(sum(settled[f"p{i + 1}"]) for i in DISJOINT)
+        disjoint = sum(sum(settled[f"p{i + 1}"]) for i in p.disjoint)
         # iperf3's last interval is the part-second after the run's length
         goodput = (outcome.per_second_mbps or [])[:int(cfg.time_s)]
         flags = net.health_flags()
@@ -160,6 +166,11 @@ class ProvisionedExperiment(Experiment):
             "config": {
                 "scheme": p.scheme, "path": p.path, "paths": [i + 1 for i in p.paths],
                 "order": [i + 1 for i in p.order],
+                # Each path's switches from h1's side, whether the controller
+                # computed them, and which of them are link-disjoint (1-based).
+                "switch_paths": ["-".join(path) for path in net.topo.paths],
+                "paths_computed": net.topo.paths_computed,
+                "disjoint_paths": [i + 1 for i in p.disjoint],
                 "cc": self.sender_cc(p), "fabric": cfg.fabric, "bw_mbps": cfg.long.bw_mbps,
                 "delay_ms": cfg.long.delay_ms, "queue_pkts": cfg.long.queue_pkts,
                 "local_bw_mbps": cfg.local.bw_mbps, "time_s": cfg.time_s,

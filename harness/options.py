@@ -297,6 +297,10 @@ def provisioned_parser() -> argparse.ArgumentParser:
     p.add_argument("--order", default="1,2,3,4",
                    help="the order MPTCP opens its subflows on the paths, the first one the "
                         "initial subflow's (%(default)s; another order goes to a folder of its own)")
+    p.add_argument("--paths", default="computed",
+                   help="the four paths by switch from h1's side, as a1-b1,a2-b2,a1-a2-b2,a2-a1-b1; "
+                        "'computed' (the default): the controller's choice, link-disjoint paths "
+                        "first (another set goes to a folder of its own)")
     add_seed_option(p, d.seed, "seed")
     add_cc_option(p)
     add_fabric_option(p, d.fabric)
@@ -307,7 +311,16 @@ def provisioned_parser() -> argparse.ArgumentParser:
 provisioned_config_from_args = _own_config_command(provisioned_parser, lambda a, cc: ProvisionedConfig(
     schemes=name_list(a.schemes), long=delayed_link(a),
     local_bw_mbps=a.local_bw, time_s=a.time, settle_s=a.settle, seed=a.seed, fabric=a.fabric, cc=cc,
-    order=tuple(i - 1 for i in number_list(a.order, "--order", int)), results=Path(a.results)))
+    order=tuple(i - 1 for i in number_list(a.order, "--order", int)), paths=switch_paths(a.paths),
+    results=Path(a.results)))
+
+
+def switch_paths(text: str) -> tuple[tuple[str, ...], ...] | None:
+    """--paths: "computed" -> None; "a1-b1,a2-b2" -> (("a1", "b1"), ("a2", "b2")).
+    The config checks them against the testbed's links."""
+    if text.strip() == "computed":
+        return None
+    return tuple(tuple(hop.strip() for hop in path.split("-")) for path in text.split(",") if path.strip())
 
 
 def shortflows_parser() -> argparse.ArgumentParser:

@@ -110,6 +110,7 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["oversub", "--matrices", "uniform"], "unknown matrix"),
     (["oversub", "--loads", "16"], "connections per host"),
     (["topologies", "--topologies", "jellyfish"], "unknown topology"),
+    (["provisioned", "--paths", "a1-b2,a2-b2,a1-a2-b2,a2-a1-b1"], "path 1 a1-b2: no link a1-b2"),
     (["topologies", "--subflows", "9"], "within 1..8"),
     (["topologies", "--fabric", "openflow"], "l3 fabric"),
     (["4", "--seed", "-1"], "--seed -1"),

@@ -11,7 +11,9 @@ import pytest
 
 from base.links import LinkParams
 from base.platform import netem_available
-from dctopo import Provisioned
+from base.provisioning import (TESTBED_DESTINATIONS, TESTBED_LINKS, TESTBED_PATHS, TESTBED_SOURCES,
+                               choose_paths, link_disjoint)
+from dctopo import FatTree, Provisioned
 from emulator.links import FRAME_BYTES
 from emulator.network import Network
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
@@ -54,8 +56,54 @@ def test_paths_are_the_testbeds_and_the_switches_forward_along_them():
 
 
 def test_a_path_off_the_testbeds_links_is_refused():
-    with pytest.raises(ValueError, match="path 1 a1-b2"):
+    with pytest.raises(ValueError, match="path 1 a1-b2: no link a1-b2"):
         Provisioned(paths=(("a1", "b2"),))
+
+
+def test_the_computed_paths_are_the_testbeds_disjoint_ones_first():
+    """The controller's choice over the testbed's links: the two direct,
+    link-disjoint paths, then the two over the local link a1-a2, which the
+    testbed's report describes; asked for more, the next ones share a long
+    link and a local one."""
+    def choose(k):
+        return choose_paths(TESTBED_LINKS, TESTBED_SOURCES, TESTBED_DESTINATIONS, k)
+    assert choose(4) == TESTBED_PATHS == Provisioned().paths
+    assert link_disjoint(choose(4)) == DISJOINT == (0, 1)
+    assert choose(6)[4:] == (("a1", "b1", "b2"), ("a2", "b2", "b1"))
+    with pytest.raises(ValueError, match="9 paths asked for, and only 8 exist"):
+        choose(9)
+
+
+def test_the_computed_paths_on_a_fattree_use_every_uplink_before_sharing_one():
+    """Between two edge switches of different pods of FatTree(4) there are
+    four shortest paths and two edge uplinks at each end: the first two
+    chosen share no link, and each of the four shares its uplinks with one
+    other at most."""
+    topo = FatTree(k=4)
+    switches = set(topo.switches())
+    links = [(a, b) for a, b in topo.links() if a in switches and b in switches]
+    src, dst = "e0_0", "e1_0"       # edge switches of pods 0 and 1
+    assert topo.role(src) == topo.role(dst) == "edge"
+    chosen = choose_paths(links, [src], [dst], 4)
+    assert all(len(p) == 5 for p in chosen), chosen       # edge agg core agg edge
+    assert link_disjoint(chosen) == (0, 1)
+    uplinks = [p[:2] for p in chosen]
+    assert sorted(uplinks.count(u) for u in set(uplinks)) == [2, 2], chosen
+
+
+def test_given_paths_go_to_their_own_folder_and_name_their_disjoint_pair(tmp_path):
+    given = (("a1", "b1"), ("a2", "b2"), ("a1", "b1", "b2"), ("a2", "b2", "b1"))
+    cfg = ProvisionedConfig(paths=given, results=tmp_path)
+    cfg.validate()
+    assert cfg.disjoint == (0, 1)
+    mptcp = next(p for p in cfg.points() if p.scheme == "mptcp")
+    assert mptcp.run_dir(tmp_path, "l3") == tmp_path / "provisioned-l3-paths-a1b1-a2b2-a1b1b2-a2b2b1/mptcp"
+    # Given in another order, the first disjoint pair found is another one.
+    assert ProvisionedConfig(paths=(given[2], given[0], given[1], given[3])).disjoint == (0, 2)
+    # The computed paths, given as such, are the default's own folder.
+    same = ProvisionedConfig(paths=TESTBED_PATHS, results=tmp_path)
+    assert next(p for p in same.points() if p.scheme == "mptcp").run_dir(tmp_path, "l3") == \
+        tmp_path / "provisioned-l3/mptcp"
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -64,6 +112,10 @@ def test_a_path_off_the_testbeds_links_is_refused():
     (dict(schemes=()), "--schemes"),
     (dict(schemes=("tcp", "mptcp2")), "mptcp2"),
     (dict(order=(0, 1, 2, 2)), "--order 1,2,3,3"),
+    (dict(paths=(("a1", "b1"),)), "1 given; give 4"),
+    (dict(paths=(("a1", "b1"),) * 4), "given twice"),
+    (dict(paths=(("a1", "b1"), ("a2", "b2"), ("a1", "a2", "b2"), ("b1", "a1"))), "path 4 b1-a1: it starts on b1"),
+    (dict(paths=(("a1", "b1"), ("a2", "b2"), ("a1", "a2", "a1", "b1"), ("a2", "b1"))), "path 3 .*twice"),
 ])
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):

@@ -10,15 +10,19 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from base.platform import netem_available
+from base.provisioning import (TESTBED_DESTINATIONS, TESTBED_LINKS, TESTBED_PATH_COUNT, TESTBED_SOURCES,
+                               SwitchPath, choose_paths, link_disjoint, path_problem)
 from experiments.config.common import check_choices, check_run_settings, machine_cc
 
-# Each scheme: the paths its connection uses (0-based, 0 and 1 are the
-# link-disjoint ones) and whether its sender runs the configured --cc or
-# the kernel's uncoupled reno. "tcp" is one single-path run per path.
+# Each scheme: the paths its connection uses (0-based: all four, or the
+# link-disjoint ones among them) and whether its sender runs the configured
+# --cc or the kernel's uncoupled reno. "tcp" is one single-path run per path.
 PROVISIONED_SCHEMES = ("tcp", "mptcp", "uncoupled", "mptcp_disjoint")
-ALL_PATHS = (0, 1, 2, 3)
-DISJOINT = (0, 1)
-PATHS_OF_SCHEME = {"mptcp": ALL_PATHS, "uncoupled": ALL_PATHS, "mptcp_disjoint": DISJOINT}
+ALL_PATHS = tuple(range(TESTBED_PATH_COUNT))
+# The paths the controller computes (base.provisioning.choose_paths): the
+# testbed's own, the two link-disjoint ones first.
+COMPUTED_PATHS = choose_paths(TESTBED_LINKS, TESTBED_SOURCES, TESTBED_DESTINATIONS, TESTBED_PATH_COUNT)
+DISJOINT = link_disjoint(COMPUTED_PATHS)
 # The testbed's long links: Amsterdam-Geneva, taken as 20 ms one way.
 LONG_DELAY_MS = 20.0
 
@@ -30,13 +34,16 @@ class ProvisionedPoint:
     scheme: str
     path: int | None = None
     order: tuple[int, ...] = ALL_PATHS
+    disjoint: tuple[int, ...] = DISJOINT        # the link-disjoint paths of the path set
+    variant: str = ""                           # its folder's suffix (variant_label)
 
     @property
     def paths(self) -> tuple[int, ...]:
         """Its paths, the first one the initial subflow's."""
         if self.scheme == "tcp":
             return (self.path,)
-        return tuple(i for i in self.order if i in PATHS_OF_SCHEME[self.scheme])
+        mine = self.disjoint if self.scheme == "mptcp_disjoint" else ALL_PATHS
+        return tuple(i for i in self.order if i in mine)
 
     @property
     def label(self) -> str:
@@ -44,13 +51,20 @@ class ProvisionedPoint:
         return f"tcp_p{self.path + 1}" if self.scheme == "tcp" else self.scheme
 
     def run_dir(self, results: Path, fabric: str) -> Path:
-        return records.provisioned_run(results, fabric, order_label(self.order), self.label)
+        return records.provisioned_run(results, fabric, self.variant, self.label)
 
 
-def order_label(order: tuple[int, ...]) -> str:
-    """"" for the paths' own order, else "order3412" (1-based): runs with
-    another subflow order go to a folder (and figure) of their own."""
-    return "" if tuple(order) == ALL_PATHS else "order" + "".join(str(i + 1) for i in order)
+def variant_label(order: tuple[int, ...], paths: tuple[SwitchPath, ...]) -> str:
+    """"" for the computed paths in their own order; else "order3412"
+    (1-based) and/or "paths-a1b1-a2b2-..." (the switches of each path): runs
+    with another subflow order or path set go to a folder (and figure) of
+    their own."""
+    parts = []
+    if tuple(order) != ALL_PATHS:
+        parts.append("order" + "".join(str(i + 1) for i in order))
+    if tuple(paths) != COMPUTED_PATHS:
+        parts.append("paths-" + "-".join("".join(p) for p in paths))
+    return "-".join(parts)
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,7 @@ class ProvisionedConfig:
     time_s: float = 90.0
     settle_s: float = 30.0                  # the path shares count after this
     order: tuple[int, ...] = ALL_PATHS      # the order MPTCP opens subflows on the paths
+    paths: tuple[SwitchPath, ...] | None = None     # each path's switches; None: computed
     seed: int = 0
     fabric: str = "l3"
     cc: str = field(default_factory=machine_cc)     # the MPTCP schemes' sender; uncoupled: reno
@@ -74,8 +89,20 @@ class ProvisionedConfig:
         return LinkParams(bw_mbps=self.long.bw_mbps if self.local_bw_mbps is None else self.local_bw_mbps,
                           queue_pkts=self.long.queue_pkts)
 
+    @property
+    def switch_paths(self) -> tuple[SwitchPath, ...]:
+        """The four paths, by switch from h1's side: as given, or computed."""
+        return COMPUTED_PATHS if self.paths is None else tuple(tuple(p) for p in self.paths)
+
+    @property
+    def disjoint(self) -> tuple[int, ...]:
+        """The link-disjoint paths among them (base.provisioning.link_disjoint)."""
+        return link_disjoint(self.switch_paths)
+
     def validate(self) -> None:
         check_choices("--schemes", "scheme", self.schemes, PROVISIONED_SCHEMES)
+        if self.paths is not None:
+            self._check_paths()
         check_run_settings(self.time_s, 0.0, self.fabric, self.cc, self.seed)
         self.long.validate()
         if self.local_bw_mbps is not None and not 0.01 <= self.local_bw_mbps <= 10000:
@@ -95,9 +122,23 @@ class ProvisionedConfig:
             raise ConfigError(f"--settle {self.settle_s:g}: must be within 0 and the run's "
                               f"length less a second ({self.time_s:g} s)")
 
+    def _check_paths(self) -> None:
+        given = self.switch_paths
+        if len(given) != TESTBED_PATH_COUNT:
+            raise ConfigError(f"--paths: {len(given)} given; give {TESTBED_PATH_COUNT}, one per "
+                              "interface of each server")
+        for i, path in enumerate(given):
+            problem = path_problem(path, TESTBED_LINKS, TESTBED_SOURCES, TESTBED_DESTINATIONS)
+            if problem:
+                raise ConfigError(f"--paths: path {i + 1} {'-'.join(path)}: {problem}")
+        if len(set(given)) < len(given):
+            raise ConfigError("--paths: a path is given twice")
+
     def points(self) -> list[ProvisionedPoint]:
+        common = {"order": self.order, "disjoint": self.disjoint,
+                  "variant": variant_label(self.order, self.switch_paths)}
         out: list[ProvisionedPoint] = []
         for s in self.schemes:
-            out += ([ProvisionedPoint("tcp", p, self.order) for p in ALL_PATHS] if s == "tcp"
-                    else [ProvisionedPoint(s, order=self.order)])
+            out += ([ProvisionedPoint("tcp", p, **common) for p in ALL_PATHS] if s == "tcp"
+                    else [ProvisionedPoint(s, **common)])
         return out
