@@ -330,10 +330,10 @@ def cpu_load(seconds: float) -> tuple[float, float]:
     return d.pct(d.busy), d.pct(d.steal)
 
 
-def wait_for_quiet(say, wait_s: float = QUIET_WAIT_S) -> tuple[float, float]:
-    """Wait up to `wait_s` for a 2 s window in which the machine is quiet;
-    returns the last window's (busy %, steal %)."""
-    deadline = time.monotonic() + wait_s
+def wait_for_quiet(say, wait_s: float | None = None) -> tuple[float, float]:
+    """Wait up to `wait_s` (QUIET_WAIT_S, read when called) for a 2 s window
+    in which the machine is quiet; returns the last window's (busy %, steal %)."""
+    deadline = time.monotonic() + (QUIET_WAIT_S if wait_s is None else wait_s)
     busy, steal = cpu_load(2.0)
     while (busy > QUIET_BUSY_PCT or steal > QUIET_STEAL_PCT) and time.monotonic() < deadline:
         say(f"  calibration: waiting for a quiet machine ({busy:.0f} % busy, {steal:.0f} % steal)")

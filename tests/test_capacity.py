@@ -166,11 +166,14 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
              for _ in range(os.cpu_count() or 1)]
     try:
-        # One repeat: the load is seen before any run, and two more, slowed
-        # by the busy loops, showed nothing more (the whole test took 118 s
-        # of the suite's 20 minutes in CI with three).
+        # One short repeat: the load is seen before any run, and two more,
+        # slowed by the busy loops, showed nothing more (the whole test took
+        # 118 s of the suite's 20 minutes in CI with three); under the loops
+        # no CPU above idle is left to measure however long it runs.
         with monkeypatch.context() as one_repeat:
             one_repeat.setattr(capacity, "CALIBRATION_REPEATS", 1)
+            one_repeat.setattr(capacity, "CALIBRATION_TIME_S", 2.0)
+            one_repeat.setattr(capacity, "CALIBRATION_WARMUP_S", 1.0)
             loaded = capacity.calibration_for("l3", say=lambda _: None)
     finally:
         for p in loops:

@@ -132,8 +132,8 @@ def test_idle_dhft_mptcp_uses_both_links_tcp_one(tmp_path, awake, no_leftovers):
             flows = net.endpoints(matrix, seed=0)
             net.arm(flows, subflows)
             before = net.sent_by_interface()
-            [out] = net.driver.run(flows, subflows > 1, 10, tmp_path / f"flows{subflows}",
-                                   warmup_s=5, bind_servers=subflows == 1)
+            [out] = net.driver.run(flows, subflows > 1, 8, tmp_path / f"flows{subflows}",
+                                   warmup_s=3, bind_servers=subflows == 1)
             after = net.sent_by_interface()
             assert out.error is None, out.error
             rates[subflows] = out.goodput_mbps
@@ -151,7 +151,7 @@ def test_small_experiment_draws_both_figures(tmp_path, no_leftovers):
     results = tmp_path / "results"
     done = subprocess.run(
         [str(ROOT / "run_mptcp.sh"), "dhft", "--localities", "0,1", "--loads", "1",
-         "--subflows", "2", "--time", "4", "--warmup", "2", "--results", str(results)],
+         "--subflows", "2", "--time", "2", "--warmup", "1", "--results", str(results)],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     base = results / "dhft4"

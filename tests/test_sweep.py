@@ -41,7 +41,7 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
     # A run that was killed (SIGKILL) left its name in the lock file; the kernel
     # dropped its lock, so this run takes it over and says so.
     LOCK_PATH.write_text(json.dumps({"pid": 2 ** 22 + 1, "command": "run_mptcp.sh 4 (killed)"}))
-    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,2,8", "--time", "20",
+    done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,2,8", "--time", "14",
                            "--results", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "took over the lock of a run that was killed (PID 4194305" in done.stdout
