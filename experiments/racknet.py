@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import random
 import statistics
+import time
 from pathlib import Path
 
 from dctopo import DCTopo
 from emulator.network import Network
 from emulator.traffic.common import FlowEndpoints
-from experiments.longflows import PAYLOAD_PER_FRAME, mptcp_counters, run_flags, subflows_by_flow
+from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, flow_key, mptcp_counters, run_flags,
+                                   subflows_by_flow)
 from experiments.runner import Experiment
+from experiments.startup import PhaseClock, clients_started_late, startup_record
 from kernel import transport
 from monitor import CpuMonitor
 from workloads import TrafficMatrix, make_rack_matrix
@@ -106,20 +109,32 @@ class RackExperiment(Experiment):
         matrix = self.matrix(net, p)
         flows = net.endpoints(matrix, cfg.seed)
         subflows = self.subflows_of(p)
+        # The start-up is recorded as the FatTree sweep records it
+        # (experiments/startup.py): phases by marks, connections from the
+        # path manager, the CPU samples from the clients' start on.
+        clock = PhaseClock()
+        clock.mark("begin")
         net.arm(flows, subflows)
+        clock.mark("reconfigure_hosts")
         cpu = CpuMonitor(interval_s=1.0)
+        cpu_t0 = time.monotonic()
         event = self.during_run(net, p)
         event_record = None
 
         def traffic_started() -> None:
-            cpu.start()
+            nonlocal cpu_t0
+            clock.mark("start_clients")
+            cpu_t0 = time.monotonic()
+            cpu.start(t0=cpu_t0)
             if event is not None:
                 event.start()
         counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
+        clock.mark("bookkeeping")
         try:
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
                                       on_started=traffic_started, warmup_s=cfg.warmup,
-                                      bind_servers=subflows == 1)
+                                      bind_servers=subflows == 1,
+                                      on_starting=lambda: clock.mark("start_servers"))
         finally:
             cpu.stop()
             if event is not None:
@@ -128,6 +143,10 @@ class RackExperiment(Experiment):
         sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)
+        record["startup"] = startup_record(clock, client_connections(net.pm), [flow_key(f) for f in flows],
+                                           subflows, cpu.samples, cpu_t0)
+        if clients_started_late(record["startup"], cfg.warmup, net.driver.clients_send_at_start):
+            record["flags"].append("clients_started_late")
         if event_record is not None:
             record["event"] = event_record
             if event_record.get("errors"):
