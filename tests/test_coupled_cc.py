@@ -197,7 +197,7 @@ def test_subflows_use_the_algorithm_asked_for(tmp_path, nothing_of_ours_left):
                     time.sleep(0.5)
                     seen[:] = subflow_ccs(net, "h1", f.server_port)
             looker = threading.Thread(target=look)
-            [out] = net.driver.run([f], True, 4, tmp_path / cc, on_started=looker.start,
+            [out] = net.driver.run([f], True, 3, tmp_path / cc, on_started=looker.start,
                                    bind_servers=False)
             looker.join()
             assert out.error is None, out.error
