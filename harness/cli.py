@@ -52,42 +52,39 @@ EXIT_BROKEN_PIPE = 141
 @dataclass(frozen=True)
 class Command:
     """A subcommand: its parser, how it reads its options, what its preflight
-    checks, and how it runs once the machine is ours (returns the exit status)."""
+    checks, and how it runs once the machine is ours (its runs only: main()
+    draws the figures afterwards, unless --no-plots)."""
     parser: Callable[[], argparse.ArgumentParser]
     config_from: Callable[[list[str]], tuple]
-    run: Callable[[object], int]
+    run: Callable[[object], None]
     delay: bool = False                     # its links have delay or loss
     machine: bool = True                    # builds networks: needs root, the lock, the preflight
 
 
-def _run_fattree(cfg: SweepConfig) -> int:
+def _run_fattree(cfg: SweepConfig) -> None:
     from experiments import capacity
     from experiments.fattree import Sweep
     cal = capacity.calibration_for(cfg.fabric, fresh=cfg.recalibrate)
     verdict = capacity.judge(cfg, cal)
     if not verdict.fits and not cfg.force:
-        print(f"{PROG}: error: capacity: {verdict.reason()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise ConfigError(f"capacity: {verdict.reason()}")
     print(f"capacity: {verdict.reason()}" + ("; going on (--force), runs flagged over_capacity"
                                               if not verdict.fits else ""))
     Sweep(cfg, capacity=verdict).run()
     capacity.learn(cfg.fabric, capacity.observed_costs(cfg, cal.idle_pct))
-    return _plot(cfg.results)
 
 
-def _run_model(cfg) -> int:
+def _run_model(cfg) -> None:
     from experiments.model import write_model
     write_model(cfg)
-    return _plot(cfg.results)
 
 
-def _run_experiment(module: str, cls: str) -> Callable[[object], int]:
-    def run(cfg) -> int:
+def _run_experiment(module: str, cls: str) -> Callable[[object], None]:
+    def run(cfg) -> None:
         import importlib
         from experiments.runner import Runner
         experiment = getattr(importlib.import_module(module), cls)(cfg)
         Runner(experiment, say=experiment.say).run()
-        return _plot(cfg.results)
     return run
 
 
@@ -201,7 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for note in machine_notes + _notes(cfg, args):
             print(note)
-        return command.run(cfg)
+        command.run(cfg)
+        if args.no_plots:
+            print(f"figures not drawn (--no-plots): ./plot.py {cfg.results} draws them")
+            return 0
+        return _plot(cfg.results)
+    except ConfigError as exc:              # the capacity guard's refusal: nothing was run
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; the network and every process of the experiment were "
               "removed, finished runs are kept", file=sys.stderr)

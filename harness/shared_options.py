@@ -108,6 +108,8 @@ def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) ->
 
 def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--no-plots", action="store_true",
+                   help="runs only, no figures (./plot.py RESULTS draws them later)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
 
 

@@ -93,8 +93,10 @@ def test_overloaded_sweep_is_refused_then_forced_and_flagged(tmp_path, tmp_path_
     assert "capacity" in line and "--bw" in line and "--force" in line
     assert (earlier / "run.json").read_text() == '{"kept": true}'
 
-    forced = subprocess.run(argv + ["--force"], capture_output=True, text=True, timeout=300)
+    # --no-plots: the figures are test_sweep's; here they would only cost time.
+    forced = subprocess.run(argv + ["--force", "--no-plots"], capture_output=True, text=True, timeout=300)
     assert forced.returncode == 0, forced.stderr[-2000:]
+    assert "figures not drawn (--no-plots)" in forced.stdout and not (tmp_path / "plots").exists()
     rec = json.loads((earlier / "run.json").read_text())
     assert rec["capacity"]["fits"] is False
     assert "over_capacity" in rec["flags"] and not rec["valid"]
