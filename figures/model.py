@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import RUN_DIR, Drawn, parse_run, read_back, save_png, section_head
+from figures.runs import RUN_DIR, Drawn, parse_run, read_back, section_head
 from figures.samples import SampleError, loads_by_face, read_ports
 
 PNG = "fattree-subflow-model.png"
@@ -107,7 +107,8 @@ def draw(record: dict, out: Path, seen: dict[int, dict[int, dict]] | None = None
     ax.grid(alpha=0.3)
     ax.set_title(f"Load variance against subflows\n({SOURCE})", fontsize=9.5)
     ax.legend(fontsize=7.5, loc="upper right")
-    save_png(fig, out, dpi=120)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
     drawn = read_back(fig, {**{k: table["k"][k]["V_p"] for k in ks},
                             "measured": {k: {m: v["V_p"] for m, v in by_m.items()}
                                          for k, by_m in seen.items() if str(k) in table["k"]}})

@@ -259,19 +259,6 @@ def draw_each(plots: Path, items: dict, draw) -> dict[str, tuple[Path, "Drawn"]]
             for name, data in items.items()}
 
 
-def save_png(fig, out: Path, dpi: int) -> None:
-    """Save `fig` as `out` (PNG) in one draw. Figure.savefig, with a layout
-    engine, first runs a whole draw that renders nothing, to lay the figure
-    out, and then the real one (matplotlib 3.11, print_figure); the Agg
-    canvas's print_png draws once, laying the figure out as it draws. The
-    same pixels (savefig's options here are all defaults but dpi; compared
-    on a two-panel figure with notes); tests/test_plot.py took 107 s instead
-    of 114-115 s (2026-11-28)."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.set_dpi(dpi)
-    fig.canvas.print_png(out)
-
-
 def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
                 reserve: float = 0.05, dpi: int = 110) -> Drawn:
     """Write the notes (gaps, skipped runs) along the bottom, keeping
@@ -281,7 +268,8 @@ def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
     if notes:
         fig.text(0.01, 0.002, textwrap.fill(notes, wrap), fontsize=8, color=FLAG_COLOR, va="bottom")
         fig.get_layout_engine().set(rect=(0, reserve, 1, 1 - reserve))
-    save_png(fig, out, dpi)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=dpi)
     drawn = read_back(fig, readout(fig))
     plt.close(fig)
     return drawn

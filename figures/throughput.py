@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from figures.runs import (INVALID_COLOR, save_png, MPTCP_COLOR, REFERENCE, REFERENCE_COLOR, REFERENCE_SOURCE,
+from figures.runs import (INVALID_COLOR, MPTCP_COLOR, REFERENCE, REFERENCE_COLOR, REFERENCE_SOURCE,
                           TCP_COLOR, Run,
                           subflow_label, title)
 
@@ -98,7 +98,8 @@ def draw_throughput(topology: str, workload: str, runs: dict[int, Run], out: Pat
     fig.suptitle(title(topology, workload, runs), fontsize=11)
     draw_bars(left, runs, ref_pct, ref_source)
     draw_ranks(right, runs, ref_pct)
-    save_png(fig, out, dpi=120)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
     heights = bar_heights(left)
     plt.close(fig)
     return heights
