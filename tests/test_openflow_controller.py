@@ -17,8 +17,18 @@ from experiments.config import LinkParams, SweepConfig
 from experiments.fattree import Sweep
 from tests.conftest import FULL_EMULATION, needs_root, nothing_left_behind, opened_sweep
 
-# `guest`: also run where Open vSwitch forwards in the kernel (stock kernels).
-pytestmark = [needs_root, pytest.mark.guest]
+# Host only, not among the guest tests (`-m guest`). Under full emulation the
+# runs right after a fresh controller took over lose clients at start-up
+# (ARP unanswered, connect timing out), and how many varies: 14 and 11 of 16
+# flows carried in two clean-clone CI runs (comments below), then 8 and 11 in
+# both tries of one more (Debian 13 guest, 2026-11-28), failing CI; the CPU
+# was 66-81 %. What a stock kernel changes here is the datapath: Open
+# vSwitch forwarding in the kernel under our controller, which
+# test_fattree_net's openflow tests run in both guests. The failure and the
+# replacement are userspace, the same on every kernel, and run here. The
+# FULL_EMULATION branches below stay for a run by hand in a guest
+# (`./guest/run.sh debian13 -- ./run_tests.sh tests/test_openflow_controller.py`).
+pytestmark = [needs_root]
 
 # The kernel's counts of connections that fell back to TCP at start-up: the
 # client's SYN retransmitted without MP_CAPABLE, or the server's handshake
@@ -95,7 +105,7 @@ def openflow_net(tmp_path_factory):
         yield sweep, lines
 
 
-# In a guest only the crash case runs. What a stock kernel changes here is the
+# Run by hand in a guest, only the crash case runs. What a stock kernel changes here is the
 # datapath (Open vSwitch forwarding in the kernel, flows installed by a fresh
 # controller), and both cases exercise it alike; they differ in how the
 # failure is noticed (ovs-vswitchd's inactivity probe, the harness's

@@ -3,7 +3,7 @@
 Debian's and Ubuntu's kernels have sch_netem and the openvswitch module, and
 Debian 12's 6.1 lacks the kfunc the coupled algorithms need. The tests of
 those paths are marked `guest` (test_links, test_delay, test_fattree_net,
-test_openflow_controller, and the ones here) and run in qemu guests booted
+test_coupled_cc, and the ones here) and run in qemu guests booted
 with Debian's own kernels. Where the kernel has the kfunc (6.2 and later),
 test_coupled_cc.py's `ss -ti` test shows the algorithms on the subflows;
 where it lacks it, the test here shows the refusal and the fallback:
