@@ -7,7 +7,10 @@ too).
 Reads results/oversub<k>/<sweep>/<matrix>/<scheme>/<value>/run.json. A gain
 whose TCP or MPTCP run is invalid is a red cross, its flags written under
 the figure; the locality figure puts each matrix at the share of rack-local
-flows it really has.
+flows it really has. Where the records carry the fluid model's rates
+(fluid_model.py, written by experiments/oversub.py), its gain on each
+point's matrix is drawn dashed, and on the paper's 512-host network dotted:
+a reference for the shape, computed, not measured.
 """
 from __future__ import annotations
 
@@ -57,6 +60,13 @@ class Gain:
     def flags(self) -> list[str]:
         return ([f"TCP {f}" for f in self.tcp.flags] + [f"MPTCP {f}" for f in self.mptcp.flags])
 
+    def model_gain(self, network: str) -> float | None:
+        """The fluid model's gain on this matrix, on "this_network" or
+        "paper_network"; None where the record has none (older records, or
+        no paper network at this ratio)."""
+        model = (self.tcp.record.get("fluid_model") or {}).get(network)
+        return float(model["gain"]) if model else None
+
 
 def parse_point(path: Path) -> tuple[str, str, Point]:
     doc = json.loads(path.read_text())
@@ -92,8 +102,24 @@ def _subtitle(series: dict[str, list[Point]]) -> str:
             f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
 
 
+MODEL_LINES = {"this_network": ("fluid model, this network", "--"),
+               "paper_network": ("fluid model, paper's 512 hosts", ":")}
+
+
+def _draw_model(ax, gs: list[Gain], label: str, color: str, x_of, shown: dict) -> None:
+    """The fluid model's gain at each point that has it, per network."""
+    for network, (what, style) in MODEL_LINES.items():
+        pts = [(x_of(g), g.model_gain(network)) for g in gs if g.model_gain(network) is not None]
+        if pts:
+            ax.plot(*zip(*pts), color=color, linestyle=style, marker=".", ms=4, linewidth=1.1,
+                    alpha=0.8, label=f"{what}, {label}", zorder=2)
+            shown[f"{label}:{network}"] = [(g.x, round(g.model_gain(network), 4)) for g in gs
+                                           if g.model_gain(network) is not None]
+
+
 def _draw_gains(ax, series, styles: dict, x_of=lambda g: g.x) -> tuple[list[str], dict]:
-    """The gain per matrix of `styles` ({matrix: (label, color, marker)})."""
+    """The gain per matrix of `styles` ({matrix: (label, color, marker)}),
+    and the fluid model's where the records carry it."""
     flagged, shown = [], {}
     for matrix, (label, color, marker) in styles.items():
         gs = gains(series, matrix)
@@ -103,8 +129,9 @@ def _draw_gains(ax, series, styles: dict, x_of=lambda g: g.x) -> tuple[list[str]
                 linewidth=1.5, label=f"MPTCP / TCP, {label} matrix", zorder=3)
         flagged += mark_invalid(ax, label, gs, x_of, lambda g: g.value, lambda g: f"{g.x:g}")
         shown[matrix] = [(g.x, round(g.value, 4), g.valid) for g in gs]
+        _draw_model(ax, gs, label, color, x_of, shown)
     ax.axhline(1.0, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
-    ax.set_ylim(0, max([2.0] + [y * 1.1 for pts in shown.values() for _, y, _ in pts]))
+    ax.set_ylim(0, max([2.0] + [pt[1] * 1.1 for pts in shown.values() for pt in pts]))
     ax.grid(alpha=0.3)
     return flagged, shown
 
@@ -139,6 +166,7 @@ def draw_locality(series: dict[str, list[Point]], out: Path) -> Drawn:
     _, gain_shown = _draw_gains(gain, series, {"random": ("random", "#333333", "D")},
                                 x_of=lambda g: 100 * g.x)
     shown["gain"] = gain_shown.get("random", [])
+    shown.update({key: pts for key, pts in gain_shown.items() if ":" in key})
     gain.set_xlabel("rack-local flows (%)")
     gain.set_ylabel("aggregate goodput, MPTCP / TCP")
     for ax in (agg, gain):
@@ -166,6 +194,10 @@ ratio; `!` marks an invalid run. The paper (a 512-host 4:1 FatTree,
 simulated): the gain is largest at 0.25 connections per host and vanishes at
 very light and very heavy load, alike for permutation and random matrices;
 against locality it holds until about 75 % of the flows are rack-local.
+"model here" and "model, 512 hosts" are the fluid model's gains (max-min
+rates, pooled multipath over TCP on ECMP; fluid_model.py) on the same matrix
+and on the paper's network under a matrix drawn the same way: computed, not
+measured.
 """
 
 
@@ -177,12 +209,16 @@ def report_lines(results: Path) -> list[str]:
             head = "rack-local flows" if sweep == "locality" else "connections per host"
             lines += [f"### {topology}: against {sweep}", "",
                       f"![{topology} {sweep}](plots/{topology}-{sweep}.png)", "",
-                      f"| matrix | {head} | TCP | MPTCP | MPTCP / TCP |", "| --- " * 5 + "|"]
+                      f"| matrix | {head} | TCP | MPTCP | MPTCP / TCP | model here | model, 512 hosts |",
+                      "| --- " * 7 + "|"]
             for matrix in MATRICES:
                 for g in gains(series, matrix):
                     x = f"{g.x:.0%}" if sweep == "locality" else f"{g.x:g}"
                     mark = lambda p: "" if p.valid else " !"    # noqa: E731
+                    model = lambda network: ("–" if g.model_gain(network) is None    # noqa: E731
+                                             else f"{g.model_gain(network):.2f}")
                     lines.append(f"| {matrix} | {x} | {g.tcp.aggregate_mbps:.1f}{mark(g.tcp)} | "
-                                 f"{g.mptcp.aggregate_mbps:.1f}{mark(g.mptcp)} | {g.value:.2f} |")
+                                 f"{g.mptcp.aggregate_mbps:.1f}{mark(g.mptcp)} | {g.value:.2f} | "
+                                 f"{model('this_network')} | {model('paper_network')} |")
             lines.append("")
     return lines

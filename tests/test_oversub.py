@@ -92,13 +92,22 @@ def test_small_experiment_draws_its_figure(tmp_path, no_leftovers):
     assert all(f["subflows_established"] == 4 for f in mptcp["flows"]), mptcp["flags"]
     for r in (mptcp, tcp):
         assert r["aggregate_mbps"] > 0 and "zero_goodput_flow" not in r["flags"]
+    # The fluid model of the same matrix, once for both runs: 16 flows fill
+    # at most 16 host links; the paper's network has 512 hosts, 128 flows.
+    assert mptcp["fluid_model"] == tcp["fluid_model"]
+    here, paper = tcp["fluid_model"]["this_network"], tcp["fluid_model"]["paper_network"]
+    for rate in (here["tcp_mbps"], here["pooled_mbps"]):
+        assert 0 < rate <= 16 * tcp["link_mbps"] + 1e-6
+    assert (paper["hosts"], paper["flows"]) == (512, 128)
+    assert "fluid model: pooled / TCP" in done.stdout
     assert (results / "plots" / "oversub4-load.png").stat().st_size > 10000
     assert "Oversubscribed FatTree" in (results / "report.md").read_text()
 
 
 def test_figures_from_records_without_root(tmp_path):
     """plot.py draws the gain of MPTCP over TCP per matrix and point, an
-    invalid run's gain marked with its flags."""
+    invalid run's gain marked with its flags, and the fluid model's gain
+    where the records carry it (here the permutation matrix's only)."""
     import plot
     cfg = OversubConfig(loads=(0.25, 1), localities=(0, 1))
     aggregate = {"tcp": 100.0, "mptcp": 150.0}
@@ -114,13 +123,19 @@ def test_figures_from_records_without_root(tmp_path):
                        "fabric": "l3"},
             "hosts": 64, "local_fraction": p.x if p.sweep == "locality" else 0.1,
             "aggregate_mbps": aggregate[p.scheme] * (1 + p.x),
-            "valid": not invalid, "flags": ["subflows_missing"] if invalid else []}))
+            "valid": not invalid, "flags": ["subflows_missing"] if invalid else [],
+            **({"fluid_model": {"this_network": {"gain": 1.2}, "paper_network": {"gain": 1.4 + p.x}}}
+               if p.matrix == "permutation" else {})}))
     drawing = plot.draw_all(tmp_path)
     load, locality = drawing.others["oversub4-load"], drawing.others["oversub4-locality"]
     assert load.data["permutation"] == [(0.25, 1.5, True), (1.0, 1.5, True)]
     assert load.data["random"] == [(0.25, 1.5, True), (1.0, 1.5, False)]
     assert locality.data["gain"] == [(0.0, 1.5, True), (1.0, 1.5, True)]
     assert locality.data["tcp"] == [(0.0, 100.0, True), (1.0, 200.0, True)]
+    assert load.data["permutation:this_network"] == [(0.25, 1.2), (1.0, 1.2)]
+    assert load.data["permutation:paper_network"] == [(0.25, 1.65), (1.0, 2.4)]
+    assert "random:this_network" not in load.data
     assert load.mentions("subflows_missing") and not locality.mentions("INVALID")
     report = (tmp_path / "report.md").read_text()
-    assert "| random | 1 | 200.0 | 300.0 ! | 1.50 |" in report
+    assert "| random | 1 | 200.0 | 300.0 ! | 1.50 | – | – |" in report
+    assert "| permutation | 0.25 | 125.0 | 187.5 | 1.50 | 1.20 | 1.65 |" in report
