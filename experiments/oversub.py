@@ -63,8 +63,9 @@ class OversubExperiment(RackExperiment):
                 paper = self._ecmp_model(PAPER_K, PAPER_RATIO)
                 matrix = make_rack_matrix(p.workload, paper.topo.hosts(), paper.topo.racks(), p.x, cfg.seed)
                 there = paper.evaluate([(f.src, f.dst) for f in matrix.flows], MODEL_DRAWS, cfg.seed)
-                record["paper_network"] = {"k": PAPER_K, "ratio": PAPER_RATIO, "hosts": len(paper.access),
-                                           "flows": len(matrix.flows), **there.to_record(link)}
+                record["paper_network"] = {
+                    "k": PAPER_K, "ratio": PAPER_RATIO, "hosts": len(paper.access), "flows": len(matrix.flows),
+                    "local_fraction": round(matrix.local_fraction(paper.topo.racks()), 4), **there.to_record(link)}
                 self.say(f"    fluid model: pooled / TCP {here.gain:.2f} on this network, "
                          f"{there.gain:.2f} on the paper's {len(paper.access)} hosts")
             else:

@@ -60,12 +60,22 @@ class Gain:
     def flags(self) -> list[str]:
         return ([f"TCP {f}" for f in self.tcp.flags] + [f"MPTCP {f}" for f in self.mptcp.flags])
 
+    def _model(self, network: str) -> dict | None:
+        return (self.tcp.record.get("fluid_model") or {}).get(network)
+
     def model_gain(self, network: str) -> float | None:
         """The fluid model's gain on this matrix, on "this_network" or
         "paper_network"; None where the record has none (older records, or
         no paper network at this ratio)."""
-        model = (self.tcp.record.get("fluid_model") or {}).get(network)
+        model = self._model(network)
         return float(model["gain"]) if model else None
+
+    def model_local(self, network: str) -> float:
+        """The rack-local share of the matrix the model had on `network`:
+        the paper's network draws its own (a random host is in the sender's
+        rack less often among 512)."""
+        model = self._model(network) or {}
+        return float(model.get("local_fraction", self.x))
 
 
 def parse_point(path: Path) -> tuple[str, str, Point]:
@@ -106,20 +116,23 @@ MODEL_LINES = {"this_network": ("fluid model, this network", "--"),
                "paper_network": ("fluid model, paper's 512 hosts", ":")}
 
 
-def _draw_model(ax, gs: list[Gain], label: str, color: str, x_of, shown: dict) -> None:
-    """The fluid model's gain at each point that has it, per network."""
+def _draw_model(ax, gs: list[Gain], label: str, color: str, model_x, shown: dict) -> None:
+    """The fluid model's gain at each point that has it, per network, at
+    x `model_x(gain, network)`."""
     for network, (what, style) in MODEL_LINES.items():
-        pts = [(x_of(g), g.model_gain(network)) for g in gs if g.model_gain(network) is not None]
-        if pts:
-            ax.plot(*zip(*pts), color=color, linestyle=style, marker=".", ms=4, linewidth=1.1,
-                    alpha=0.8, label=f"{what}, {label}", zorder=2)
-            shown[f"{label}:{network}"] = [(g.x, round(g.model_gain(network), 4)) for g in gs
-                                           if g.model_gain(network) is not None]
+        modelled = [g for g in gs if g.model_gain(network) is not None]
+        if modelled:
+            ax.plot([model_x(g, network) for g in modelled], [g.model_gain(network) for g in modelled],
+                    color=color, linestyle=style, marker=".", ms=4, linewidth=1.1, alpha=0.8,
+                    label=f"{what}, {label}", zorder=2)
+            shown[f"{label}:{network}"] = [(g.x, round(g.model_gain(network), 4)) for g in modelled]
 
 
-def _draw_gains(ax, series, styles: dict, x_of=lambda g: g.x) -> tuple[list[str], dict]:
+def _draw_gains(ax, series, styles: dict, x_of=lambda g: g.x, model_x=None) -> tuple[list[str], dict]:
     """The gain per matrix of `styles` ({matrix: (label, color, marker)}),
-    and the fluid model's where the records carry it."""
+    and the fluid model's where the records carry it (at `model_x(gain,
+    network)`, by default at the gain's own x)."""
+    model_x = model_x or (lambda g, _network: x_of(g))
     flagged, shown = [], {}
     for matrix, (label, color, marker) in styles.items():
         gs = gains(series, matrix)
@@ -129,7 +142,7 @@ def _draw_gains(ax, series, styles: dict, x_of=lambda g: g.x) -> tuple[list[str]
                 linewidth=1.5, label=f"MPTCP / TCP, {label} matrix", zorder=3)
         flagged += mark_invalid(ax, label, gs, x_of, lambda g: g.value, lambda g: f"{g.x:g}")
         shown[matrix] = [(g.x, round(g.value, 4), g.valid) for g in gs]
-        _draw_model(ax, gs, label, color, x_of, shown)
+        _draw_model(ax, gs, label, color, model_x, shown)
     ax.axhline(1.0, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
     ax.set_ylim(0, max([2.0] + [pt[1] * 1.1 for pts in shown.values() for pt in pts]))
     ax.grid(alpha=0.3)
@@ -164,7 +177,7 @@ def draw_locality(series: dict[str, list[Point]], out: Path) -> Drawn:
     agg.grid(alpha=0.3)
     # A gain's flags are its runs', already named from the left panel.
     _, gain_shown = _draw_gains(gain, series, {"random": ("random", "#333333", "D")},
-                                x_of=lambda g: 100 * g.x)
+                                x_of=lambda g: 100 * g.x, model_x=lambda g, net: 100 * g.model_local(net))
     shown["gain"] = gain_shown.get("random", [])
     shown.update({key: pts for key, pts in gain_shown.items() if ":" in key})
     gain.set_xlabel("rack-local flows (%)")
