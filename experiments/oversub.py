@@ -12,8 +12,9 @@ built once; TCP and MPTCP run the same matrix one after the other.
 Each point's record also carries what the fluid model (fluid_model.py)
 gives its matrix: TCP over ECMP and ideally pooled multipath, max-min fair,
 on this network and, at the paper's ratio, on the paper's 512-host network
-(FatTree(8) 4:1) under a matrix drawn the same way. A k=4 network has too
-few uplinks for the paper's curve; the model shows how far the shape moves.
+(FatTree(8) 4:1) under a matrix drawn the same way (unless this network is
+the paper's). A k=4 network has too few uplinks for the paper's curve; the
+model shows how far the shape moves.
 
 Results: results/oversub<k>/<sweep>/<matrix>/<scheme>/<value>/run.json, with
 cpu.csv and the driver's logs, one folder per run.
@@ -59,7 +60,7 @@ class OversubExperiment(RackExperiment):
             record = {"model": "max-min fair fluid rates (fluid_model.py): TCP on one random ECMP path "
                                "per flow, mean over the draws; pooled: every flow over all its shortest paths",
                       "this_network": here.to_record(link)}
-            if cfg.ratio == PAPER_RATIO:
+            if (cfg.k, cfg.ratio) != (PAPER_K, PAPER_RATIO) and cfg.ratio == PAPER_RATIO:
                 paper = self._ecmp_model(PAPER_K, PAPER_RATIO)
                 matrix = make_rack_matrix(p.workload, paper.topo.hosts(), paper.topo.racks(), p.x, cfg.seed)
                 there = paper.evaluate([(f.src, f.dst) for f in matrix.flows], MODEL_DRAWS, cfg.seed)
@@ -68,7 +69,7 @@ class OversubExperiment(RackExperiment):
                     "local_fraction": round(matrix.local_fraction(paper.topo.racks()), 4), **there.to_record(link)}
                 self.say(f"    fluid model: pooled / TCP {here.gain:.2f} on this network, "
                          f"{there.gain:.2f} on the paper's {len(paper.access)} hosts")
-            else:
+            else:       # this is the paper's network, or not at its ratio
                 record["paper_network"] = None
                 self.say(f"    fluid model: pooled / TCP {here.gain:.2f} on this network")
             self._models[key] = record
