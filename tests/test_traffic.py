@@ -1,7 +1,8 @@
-"""Goodput as the receiver counted it, after the warm-up (no root)."""
+"""Goodput as the receiver counted it, after the warm-up, and how long a
+client may take to connect (no root)."""
 import pytest
 
-from emulator.traffic.iperf_driver import receiver_goodput
+from emulator.traffic.iperf_driver import CONNECT_TIMEOUT_MS, connect_timeout_ms, receiver_goodput
 
 
 def server_json(per_second_bytes, tail=None):
@@ -56,3 +57,13 @@ def test_listening_ports_tell_tcp_listeners_from_bound_udp_sockets():
         assert t in listening_ports(os.getpid(), "tcp") and t not in listening_ports(os.getpid(), "udp")
         assert u in listening_ports(os.getpid(), "udp") and u not in listening_ports(os.getpid(), "tcp")
     assert t not in listening_ports(os.getpid(), "tcp")
+
+
+def test_a_client_may_take_the_warm_up_to_connect():
+    # At 10 Mb/s the warm-up is 5 s, the floor; a 20 s warm-up (1 Mb/s)
+    # gives its clients 20 s; a floor set higher (a test under full
+    # emulation) stays.
+    assert connect_timeout_ms(CONNECT_TIMEOUT_MS, 5.0) == 5000
+    assert connect_timeout_ms(CONNECT_TIMEOUT_MS, 0.0) == 5000
+    assert connect_timeout_ms(CONNECT_TIMEOUT_MS, 20.0) == 20000
+    assert connect_timeout_ms(30000, 20.0) == 30000

@@ -30,6 +30,17 @@ from emulator.traffic.common import (FINISH_GRACE_S, FlowEndpoints, FlowOutcome,
 CONNECT_TIMEOUT_MS = 5000
 
 
+def connect_timeout_ms(floor_ms: int, warmup_s: float) -> int:
+    """How long a client may take to connect: the warm-up, and at least
+    `floor_ms`. A flow is counted only after its warm-up, so a connection
+    made within it loses nothing; at low link rates a SYN can wait behind
+    full queues for seconds (100 packets hold 1.2 s at 1 Mb/s, on each
+    hop). FatTree(8) 4:1 at 1 Mb/s, 0.25 connections per host (128 TCP
+    flows, 20 s warm-up): 27 connections failed with a 5 s timeout, none
+    with 20 s (results/README.md, E8)."""
+    return max(int(floor_ms), round(1000 * warmup_s))
+
+
 def receiver_goodput(server: dict | None, warmup_s: float) -> tuple[float, float, float, float | None]:
     """(goodput after warm-up in Mb/s, seconds counted, whole-run Mb/s, first
     data second) from an iperf3 server's JSON. Intervals starting before the
@@ -86,6 +97,7 @@ class IperfDriver(TrafficDriver):
         addresses: subflows that join on another address need that.
         `ready` is not used: an iperf3 client cannot hold its data back."""
         total_s = warmup_s + time_s
+        timeout_ms = connect_timeout_ms(self.connect_timeout_ms, warmup_s)
         logdir.mkdir(parents=True, exist_ok=True)
         wrap = ["mptcpize", "run"] if mptcp else []
         servers = [self.procs.spawn(
@@ -102,12 +114,13 @@ class IperfDriver(TrafficDriver):
                 f"iperf3 client {f.src}->{f.dst}",
                 [*wrap, "iperf3", "-c", f.dst_ip, "-p", str(f.server_port),
                  "-B", f.src_ip, "--cport", str(f.client_port), "-t", f"{total_s:g}", "-J",
-                 "--connect-timeout", str(self.connect_timeout_ms),
+                 "--connect-timeout", str(timeout_ms),
                  "--logfile", str(logdir / f"{f.index:04d}-client.json")],
                 ns_pid=self.fabric.pid(f.src)) for f in flows]
             if on_started:
                 on_started()
-            late = self.procs.wait(clients, time.monotonic() + total_s + FINISH_GRACE_S)
+            # A client connecting late still runs its whole time.
+            late = self.procs.wait(clients, time.monotonic() + timeout_ms / 1000 + total_s + FINISH_GRACE_S)
             self.procs.stop(late)
             # A server exits once its client's test is over; give it a moment.
             self.procs.stop(self.procs.wait(servers, time.monotonic() + 5))
