@@ -73,9 +73,13 @@ class TrafficMatrix:
         fan_in = Counter(f.dst for f in self.flows)
         return 1.0 / max(fan_out[flow.src], fan_in[flow.dst])
 
+    def pairs(self) -> list[tuple[str, str]]:
+        """(source, destination) of every flow, in order."""
+        return [(f.src, f.dst) for f in self.flows]
+
     def to_record(self) -> dict:
         rec = {"workload": self.workload, "seed": self.seed,
-               "flows": [[f.src, f.dst] for f in self.flows]}
+               "flows": [list(pair) for pair in self.pairs()]}
         if self.param is not None:
             rec["param"] = self.param
         return rec

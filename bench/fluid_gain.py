@@ -37,7 +37,7 @@ def gains(model: EcmpModel, workload: str, xs: list[float], seeds: list[int], dr
         tcp = pooled = 0.0
         for seed in seeds:
             matrix = make_rack_matrix(workload, topo.hosts(), topo.racks(), x, seed)
-            result = model.evaluate([(f.src, f.dst) for f in matrix.flows], draws, seed)
+            result = model.evaluate(matrix.pairs(), draws, seed)
             tcp, pooled = tcp + result.tcp, pooled + result.pooled
         out.append(pooled / tcp if tcp else float("nan"))
     return out

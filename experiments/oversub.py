@@ -49,35 +49,34 @@ class OversubExperiment(RackExperiment):
             self._ecmp[(k, ratio)] = EcmpModel(FatTree(k=k, oversubscription=ratio), self.cfg.link.bw_mbps)
         return self._ecmp[(k, ratio)]
 
-    def fluid(self, net: RackNetwork, p: OversubPoint) -> dict:
-        """The fluid model's rates for the point's matrix here and on the
-        paper's network (once per matrix: TCP and MPTCP share it)."""
+    def fluid(self, p: OversubPoint, pairs: list[tuple[str, str]]) -> dict:
+        """The fluid model's rates for the point's matrix (`pairs`, as run)
+        here and on the paper's network; once per matrix: TCP and MPTCP
+        share it."""
         key = (p.sweep, p.matrix, p.x)
         if key not in self._models:
             cfg, link = self.cfg, self.cfg.link.bw_mbps * PAYLOAD_PER_FRAME
-            here = self._ecmp_model(cfg.k, cfg.ratio).evaluate(
-                [(f.src, f.dst) for f in self.matrix(net, p).flows], MODEL_DRAWS, cfg.seed)
+            here = self._ecmp_model(cfg.k, cfg.ratio).evaluate(pairs, MODEL_DRAWS, cfg.seed)
             record = {"model": "max-min fair fluid rates (fluid_model.py): TCP on one random ECMP path "
                                "per flow, mean over the draws; pooled: every flow over all its shortest paths",
-                      "this_network": here.to_record(link)}
-            if (cfg.k, cfg.ratio) != (PAPER_K, PAPER_RATIO) and cfg.ratio == PAPER_RATIO:
+                      "this_network": here.to_record(link), "paper_network": None}
+            said = f"    fluid model: pooled / TCP {here.gain:.2f} on this network"
+            # Not when this network is the paper's, nor at another ratio.
+            if cfg.ratio == PAPER_RATIO and cfg.k != PAPER_K:
                 paper = self._ecmp_model(PAPER_K, PAPER_RATIO)
                 matrix = make_rack_matrix(p.workload, paper.topo.hosts(), paper.topo.racks(), p.x, cfg.seed)
-                there = paper.evaluate([(f.src, f.dst) for f in matrix.flows], MODEL_DRAWS, cfg.seed)
+                there = paper.evaluate(matrix.pairs(), MODEL_DRAWS, cfg.seed)
                 record["paper_network"] = {
                     "k": PAPER_K, "ratio": PAPER_RATIO, "hosts": len(paper.access), "flows": len(matrix.flows),
                     "local_fraction": round(matrix.local_fraction(paper.topo.racks()), 4), **there.to_record(link)}
-                self.say(f"    fluid model: pooled / TCP {here.gain:.2f} on this network, "
-                         f"{there.gain:.2f} on the paper's {len(paper.access)} hosts")
-            else:       # this is the paper's network, or not at its ratio
-                record["paper_network"] = None
-                self.say(f"    fluid model: pooled / TCP {here.gain:.2f} on this network")
+                said += f", {there.gain:.2f} on the paper's {len(paper.access)} hosts"
+            self.say(said)
             self._models[key] = record
         return self._models[key]
 
     def run_point(self, net: RackNetwork, p: OversubPoint, folder: Path) -> dict:
         record = super().run_point(net, p, folder)
-        record["fluid_model"] = self.fluid(net, p)
+        record["fluid_model"] = self.fluid(p, [tuple(pair) for pair in record["matrix"]["flows"]])
         return record
 
     def network_key(self, p: OversubPoint) -> str:
