@@ -13,8 +13,8 @@ from pathlib import Path
 from dctopo import DCTopo
 from emulator.network import Network
 from emulator.traffic.common import FlowEndpoints
-from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, flow_key, mptcp_counters, run_flags,
-                                   subflows_by_flow)
+from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,
+                                   mptcp_counters, run_flags, subflows_by_flow)
 from experiments.runner import Experiment
 from experiments.startup import PhaseClock, clients_started_late, startup_record
 from kernel import transport
@@ -24,10 +24,17 @@ from workloads import TrafficMatrix, make_rack_matrix
 
 class RackNetwork(Network):
     """A topology on a fabric, every host ready for MPTCP. `cfg` is any
-    config with link, cc, seed and fabric (LongFlowSettings, experiments/config/common.py)."""
+    config with link, cc, seed, fabric and driver (LongFlowSettings,
+    experiments/config/common.py)."""
 
     def __init__(self, topo: DCTopo, cfg):
-        super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric)
+        super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric, driver=cfg.driver)
+
+    def all_subflows_up(self, flows: list[FlowEndpoints], subflows: int):
+        """For the driver's `ready`: a driver that opens the connections
+        before data flows (the socket driver) releases the data once this
+        says every flow has its subflows."""
+        return lambda: all_subflows_up(self.pm, flows, subflows)
 
     def endpoints(self, matrix: TrafficMatrix, seed: int) -> list[FlowEndpoints]:
         """Ports as the driver gives them, and for each flow a plane drawn
@@ -134,7 +141,8 @@ class RackExperiment(Experiment):
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
                                       on_started=traffic_started, warmup_s=cfg.warmup,
                                       bind_servers=subflows == 1,
-                                      on_starting=lambda: clock.mark("start_servers"))
+                                      on_starting=lambda: clock.mark("start_servers"),
+                                      ready=net.all_subflows_up(flows, subflows))
         finally:
             cpu.stop()
             if event is not None:
@@ -181,7 +189,7 @@ class RackExperiment(Experiment):
         aggregate = sum(fl["goodput_mbps"] for fl in flows)
         total_sent = sum(sent.values())
         return {
-            "config": self.config_record(net, p, subflows),
+            "config": {**self.config_record(net, p, subflows), "driver": net.driver.name},
             "hosts": hosts,
             "switch_ports": net.topo.switch_ports(),
             "link_mbps": round(link_mbps, 4),

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from base.files import check_folder_path
 from base.flowsizes import EmpiricalSizes
-from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SWEEPS, DRIVERS,
+from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SWEEPS,
                                 MAX_SUBFLOWS, WIFI3G_SCHEMES, WIFI3G_SWEEPS, LINKFAILURE_SCHEMES,
                                 WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
                                 LinkFailureConfig, OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
@@ -22,7 +22,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 default_fabric)
 from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
-                                    add_fabric_option, add_link_options, add_long_flow_options,
+                                    add_driver_option, add_fabric_option, add_link_options, add_long_flow_options,
                                     add_name_list, add_number_list, add_rack_sweep_options,
                                     add_results_options, add_seed_option, add_timing_options,
                                     delayed_link,
@@ -47,9 +47,7 @@ def parser() -> argparse.ArgumentParser:
     add_seed_option(p, 0)
     add_cc_option(p)
     add_fabric_option(p, None)
-    p.add_argument("--driver", default="iperf3",
-                   help=f"what sends the flows: {', '.join(DRIVERS)} (default %(default)s; socket "
-                        "opens every connection and its subflows before data flows)")
+    add_driver_option(p, "iperf3")
     p.add_argument("--offload", action="store_true",
                    help="leave TSO/GSO on at the hosts (switch queue limits then count superpackets)")
     p.add_argument("--monitor-interval", type=finite, default=1.0,
@@ -369,7 +367,7 @@ def scheduling_parser() -> argparse.ArgumentParser:
     p.add_argument("--intervals", default=",".join(f"{t:g}" for t in d.intervals_s),
                    help="first fit's intervals in seconds, comma list (the paper's %(default)s)")
     p.add_argument("--subflows", type=int, default=d.subflows, help="MPTCP's subflows (%(default)s)")
-    add_long_flow_options(p, d)
+    add_long_flow_options(p, d, driver=False)   # its flows are the transfer driver's
     return p
 
 

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 from base.files import check_folder_path
-from experiments.config import CONGESTION_CONTROLS, FABRICS, ConfigError, LinkParams, default_cc
+from experiments.config import CONGESTION_CONTROLS, DRIVERS, FABRICS, ConfigError, LinkParams, default_cc
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -95,6 +95,12 @@ def add_fabric_option(p: argparse.ArgumentParser, default: str | None) -> None:
                                                               else f"{default})"))
 
 
+def add_driver_option(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--driver", default=default,
+                   help=f"what sends the flows: {', '.join(DRIVERS)} (default %(default)s; socket "
+                        "opens every connection and its subflows before data flows)")
+
+
 def add_name_list(p: argparse.ArgumentParser, flag: str, names, choices, what: str = "") -> None:
     """A comma list of names from `choices`; by default the names given."""
     p.add_argument(flag, default=",".join(names),
@@ -125,9 +131,10 @@ def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...
     add_long_flow_options(p, d)
 
 
-def add_long_flow_options(p: argparse.ArgumentParser, d, cc: bool = True) -> None:
+def add_long_flow_options(p: argparse.ArgumentParser, d, cc: bool = True, driver: bool = True) -> None:
     """The options of LongFlowSettings (E7, E8, E9), with config `d`'s
-    defaults; without --cc where the experiment's schemes name theirs."""
+    defaults; without --cc where the experiment's schemes name theirs, and
+    without --driver where its flows are not long flows."""
     add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
     p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
     p.add_argument("--queue", type=int, default=d.link.queue_pkts,
@@ -136,6 +143,8 @@ def add_long_flow_options(p: argparse.ArgumentParser, d, cc: bool = True) -> Non
     if cc:
         add_cc_option(p)
     add_fabric_option(p, d.fabric)
+    if driver:
+        add_driver_option(p, d.driver)
     add_results_options(p)
 
 
@@ -162,7 +171,8 @@ def shared_config(cls, args: argparse.Namespace, **specific):
     check_folder_path(args.results, "--results")
     cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
               warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
-              results=Path(args.results), **specific)
+              results=Path(args.results),
+              **({"driver": args.driver} if "driver" in args else {}), **specific)
     cfg.validate()
     args.notes = [cc_note]
     return cfg, args

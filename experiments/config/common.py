@@ -156,10 +156,16 @@ def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: s
     check_cc(cc)
 
 
+def check_driver(driver: str) -> None:
+    if driver not in DRIVERS:
+        raise ConfigError(f"unknown driver {driver!r}: choose one of {', '.join(DRIVERS)}")
+
+
 @dataclass(frozen=True)
 class LongFlowSettings(WarmupFromRate):
     """What every long-flow experiment on racks (E7, E8, E9) is run with,
-    besides its own sweep: links, run length, seed, fabric, cc, results."""
+    besides its own sweep: links, run length, seed, fabric, cc, results,
+    and the traffic driver."""
     link: LinkParams = field(default_factory=LinkParams)
     time_s: float = 20.0
     warmup_s: float | None = None              # None: default_warmup_s(link rate)
@@ -167,9 +173,11 @@ class LongFlowSettings(WarmupFromRate):
     fabric: str = "l3"
     cc: str = field(default_factory=machine_cc)
     results: Path = Path("results")
+    driver: str = "iperf3"                     # what sends the flows (DRIVERS)
 
     def check_settings(self) -> None:
         check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
+        check_driver(self.driver)
         self.link.validate()
 
 

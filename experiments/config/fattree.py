@@ -9,9 +9,9 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (WORKLOADS, DRIVERS, MAX_SUBFLOWS, WARMUP_S_AT_10MBPS,
+from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS, WARMUP_S_AT_10MBPS,
                                        RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s, WarmupFromRate,
-                                       machine_cc, check_run_settings, check_subflow_counts,
+                                       machine_cc, check_run_settings, check_subflow_counts, check_driver,
                                        WARMUP_MAX_S)
 
 # The controller's first fit: the paper's Fig. 13 runs it every 5 s down to
@@ -118,8 +118,7 @@ class SweepConfig(WarmupFromRate):
                 raise ConfigError(f"unknown workload {w!r}: choose one of {', '.join(WORKLOADS)} or all")
         check_subflow_counts(self.subflows)
         check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, self.seed)
-        if self.driver not in DRIVERS:
-            raise ConfigError(f"unknown driver {self.driver!r}: choose one of {', '.join(DRIVERS)}")
+        check_driver(self.driver)
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
                               "sampling period must be within 0.1..60 s")
