@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
 import signal
 import subprocess
 import time
@@ -47,6 +48,15 @@ def run(argv: list[str], timeout: float, ns_pid: int | None = None,
         raise CommandError(f"{' '.join(full[:6])}... exited {done.returncode}: "
                            f"{detail[-1] if detail else 'no output'}")
     return done
+
+
+def wait_readable(fd: int, timeout: float) -> bool:
+    """Whether `fd` has something to read (or EOF) within `timeout` seconds.
+    poll(), not select(): select() takes no descriptor above 1023, and a
+    harness holding a FatTree(8) 4:1 network (512 hosts) has more open."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0.0, timeout) * 1000.0))
 
 
 def _die_with_parent(sig: int = signal.SIGKILL) -> None:

@@ -48,6 +48,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
+from base.procs import wait_readable
 from kernel import netlink as nl
 
 # include/uapi/linux/netfilter/nfnetlink.h, nfnetlink_queue.h
@@ -307,7 +308,7 @@ class DelayLine:
                            str(self._dir / "stats.json")],
             stdout=subprocess.PIPE, stderr=(self._dir / "stderr").open("w"),
             env={**os.environ, "PYTHONPATH": str(repo)})
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.READY_TIMEOUT_S)
+        ready = wait_readable(self.proc.stdout.fileno(), self.READY_TIMEOUT_S)
         line = self.proc.stdout.readline() if ready else b""
         if line.strip() != b"ready":
             self.stop()

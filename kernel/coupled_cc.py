@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import subprocess
 import logging
@@ -38,7 +37,7 @@ import time
 from pathlib import Path
 
 from base.errors import ConfigError
-from base.procs import CommandError, ProcessTracker, run
+from base.procs import CommandError, ProcessTracker, run, wait_readable
 
 # The coupled algorithms kernel/bpf implements, by the name each registers.
 COUPLED = ("lia", "olia", "ewtcp", "liap", "liab")
@@ -304,7 +303,7 @@ class CoupledCC:
         deadline = time.monotonic() + timeout
         while not buf.endswith(b"\n"):
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not wait_readable(fd, left):
                 break
             chunk = os.read(fd, 256)
             if not chunk:

@@ -1,12 +1,15 @@
 """The socket driver (emulator/traffic/flowgen.py, emulator/traffic/socket_driver.py): every
 connection has all its subflows before the first data byte, as the path
 manager's own records show, and goodput is counted from the release."""
+import os
+import resource
 import time
 
 import pytest
 
+from base.procs import ProcessTracker
 from experiments.config import LinkParams, SweepConfig
-from emulator.traffic.socket_driver import outcomes
+from emulator.traffic.socket_driver import JsonLinesChild, outcomes
 from experiments.longflows import all_subflows_up, client_connections, flow_key
 from emulator.traffic.common import FlowEndpoints
 from tests.conftest import needs_root, opened_sweep
@@ -53,6 +56,28 @@ def test_a_sender_that_never_reports_times_every_flow_out():
               "sent": None, "received": None}
     [o] = outcomes(endpoints(1), record)
     assert o.timed_out and o.error and o.goodput_mbps == 0
+
+
+def test_a_child_is_heard_on_a_descriptor_above_1023(tmp_path):
+    """A harness holding FatTree(8) 4:1 (512 hosts) has more than 1024 files
+    open, so its pipes to the driver's children get descriptors above 1023,
+    which select() refuses (it raised ValueError there)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the descriptor limit here is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200) if soft != resource.RLIM_INFINITY else soft, hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    procs = ProcessTracker()
+    try:
+        receiver = JsonLinesChild(procs, "receive", tmp_path / "receive.log")
+        assert receiver.proc.stdout.fileno() > 1023
+        receiver.tell({"mptcp": False, "flows": []})
+        assert receiver.hear(10.0) == {"listening": 0}
+    finally:
+        procs.stop([t.proc for t in procs.procs])
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from base.procs import ProcessTracker
+from base.procs import ProcessTracker, wait_readable
 from emulator.traffic.common import (FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome,
                                       TrafficDriver, TrafficError, reset_connections)
 
@@ -63,7 +62,7 @@ class JsonLinesChild:
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._partial:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
+            if left <= 0 or not wait_readable(fd, left):
                 return None
             data = os.read(fd, 1 << 20)
             if not data:
