@@ -2,6 +2,7 @@
 vSwitch under our controller in both modes): ECMP spreads one connection's
 subflows over the core and every tier's uplinks, and each connection gets
 exactly the subflows asked for, as the kernel's own counters confirm."""
+import json
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,24 @@ def test_eight_subflows_are_established(ft4, tmp_path):
     assert client.get("MPTcpExtMPJoinSynAckRx") == 7
     assert server.get("MPTcpExtMPJoinAckRx") == 7
     assert "MPTcpExtMPJoinRejected" not in server
+
+
+def test_l3_nodes_reach_their_link_peers_without_arp(ft4, tmp_path):
+    """The l3 fabric writes every link peer down as a permanent neighbour
+    (the kernel's one ARP table caps dynamic entries machine-wide; FatTree(8)
+    4:1 overflowed it): after traffic across the core, no node of it holds a
+    neighbour entry of any other kind."""
+    if ft4.fabric.name != "l3":
+        pytest.skip("the openflow fabrics' hosts ARP through the controller")
+    transfer(ft4, 8, tmp_path)
+    states: dict[str, int] = {}
+    for node in ft4.topo.nodes():
+        out = run(["ip", "-j", "neigh", "show", "nud", "all"], timeout=10, ns_pid=ft4.fabric.pid(node))
+        for entry in json.loads(out.stdout or "[]"):
+            for state in entry.get("state", ["NONE"]):
+                states[state] = states.get(state, 0) + 1
+    links = len(list(ft4.topo.links()))
+    assert states == {"PERMANENT": 2 * links}, states
 
 
 def test_one_subflow_is_plain_tcp(ft4, tmp_path):
