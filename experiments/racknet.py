@@ -30,7 +30,7 @@ class RackNetwork(Network):
     def __init__(self, topo: DCTopo, cfg):
         super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric, driver=cfg.driver)
 
-    def all_subflows_up(self, flows: list[FlowEndpoints], subflows: int):
+    def subflows_ready(self, flows: list[FlowEndpoints], subflows: int):
         """For the driver's `ready`: a driver that opens the connections
         before data flows (the socket driver) releases the data once this
         says every flow has its subflows."""
@@ -142,7 +142,7 @@ class RackExperiment(Experiment):
                                       on_started=traffic_started, warmup_s=cfg.warmup,
                                       bind_servers=subflows == 1,
                                       on_starting=lambda: clock.mark("start_servers"),
-                                      ready=net.all_subflows_up(flows, subflows))
+                                      ready=net.subflows_ready(flows, subflows))
         finally:
             cpu.stop()
             if event is not None:

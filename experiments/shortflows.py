@@ -83,7 +83,7 @@ class ShortflowsExperiment(RackExperiment):
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
                                       on_started=started, warmup_s=cfg.warmup,
                                       bind_servers=subflows == 1,
-                                      ready=net.all_subflows_up(flows, subflows))
+                                      ready=net.subflows_ready(flows, subflows))
             done = running[0].finish() if running else []
         finally:
             cpu.stop()
