@@ -19,8 +19,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (connections_axis, FLAG_COLOR, Drawn, draw_sweeps, mark_invalid, points_table,
-                          records_by_topology, reference_lines, save_sweep_figure, section_head)
+from figures.runs import (connections_axis, FLAG_COLOR, Drawn, draw_sweeps, driver_text, mark_invalid,
+                          points_table, records_by_topology, reference_lines, save_sweep_figure, section_head)
 
 SCHEMES = {"tcp_dhft": ("TCP on DHFT", "#ff7f0e", "s"),
            "mptcp_dhft": ("MPTCP on DHFT", "#1f77b4", "o"),
@@ -61,7 +61,7 @@ def _subtitle(schemes: dict[str, list[Point]]) -> str:
     subflows = mptcp[0].record["config"]["subflows"] if mptcp else "?"
     return (f"k={c['k']}, {r.get('hosts')} hosts ({c.get('hosts_per_rack')} per rack), "
             f"{c['bw_mbps']:g} Mb/s links, {c['queue_pkts']} pkt queues,\n"
-            f"MPTCP {subflows} subflows, cc {c['cc']}, fabric {c['fabric']}, "
+            f"MPTCP {subflows} subflows, cc {c['cc']}, fabric {c['fabric']}{driver_text(c)}, "
             f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
 
 

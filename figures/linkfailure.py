@@ -16,7 +16,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, draw_each, figure_tables, note, save_figure
+from figures.runs import driver_text, FLAG_COLOR, Drawn, draw_each, figure_tables, note, save_figure
 
 SCHEMES = {"tcp_dhft": ("TCP", "#ff7f0e"), "mptcp_dhft": ("MPTCP", "#1f77b4")}
 # Lines are moving means over this many one-second samples: an MPTCP flow's
@@ -115,7 +115,7 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
     fig.suptitle(f"Link failure on DHFT({c['k']}) (paper Fig. 19): core link {first['hot_link']['link']} "
                  f"at {c['factor']:g} of {c['bw_mbps']:g} Mb/s from {c['window_s'][0]:g} to "
                  f"{c['window_s'][1]:g} s; zero-locality permutation, {first.get('hosts')} hosts, "
-                 f"fabric {c['fabric']}, cc {c['cc']}", fontsize=9)
+                 f"fabric {c['fabric']}, cc {c['cc']}{driver_text(c)}", fontsize=9)
     notes = ("INVALID: " + "; ".join(flagged)) if flagged else ""
     return save_figure(fig, out, lambda _fig: shown, notes, wrap=130, reserve=0.04)
 

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
+from figures.runs import driver_text, Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4"),
          "olia": ("OLIA", "#9467bd"), "uncoupled": ("UNCOUPLED", "#d62728")}
@@ -52,7 +52,7 @@ def _subtitle(runs: dict[str, Run]) -> str:
     return (f"{c['network']}, {r['hosts']} hosts each reading from its {per_host} neighbours, "
             f"{c['bw_mbps']:g} Mb/s links, {c['queue_pkts']}-packet queues"
             + (f"; multipath with {multipath} subflows, one per level" if multipath else "")
-            + f"; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+            + f"; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up{driver_text(c)}")
 
 
 def draw(runs: dict[str, Run], out: Path) -> Drawn:

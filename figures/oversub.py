@@ -22,8 +22,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (connections_axis, Drawn, draw_sweeps, mark_invalid, records_by_topology, save_figure,
-                          save_sweep_figure, section_head)
+from figures.runs import (connections_axis, Drawn, draw_sweeps, driver_text, mark_invalid, records_by_topology,
+                          save_figure, save_sweep_figure, section_head)
 
 SWEEPS = ("load", "locality")
 MATRICES = {"permutation": ("permutation", "#1f77b4", "o"), "random": ("random", "#ff7f0e", "s")}
@@ -108,7 +108,7 @@ def _subtitle(series: dict[str, list[Point]]) -> str:
     subflows = mptcp.record["config"]["subflows"] if mptcp else "?"
     return (f"FatTree(k={c['k']}) {c['ratio']}:1, {r.get('hosts')} hosts ({c['hosts_per_rack']} "
             f"per rack), {c['bw_mbps']:g} Mb/s links, {c['queue_pkts']} pkt queues,\n"
-            f"MPTCP {subflows} subflows, cc {c['cc']}, fabric {c['fabric']}, "
+            f"MPTCP {subflows} subflows, cc {c['cc']}, fabric {c['fabric']}{driver_text(c)}, "
             f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
 
 

@@ -203,7 +203,16 @@ def routing(runs: dict[int, Run]) -> str:
     if intervals != {None}:
         shown = "/".join(sorted(f"every {v:g} s" if v else "off" for v in intervals))
         text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
+    if any(driver_text(r.config) for r in runs.values()):
+        text += f", driver={common(runs, 'driver')}"
     return text
+
+
+def driver_text(config: dict) -> str:
+    """', socket driver' where a run's flows were not iperf3's (records
+    before the rack experiments took --driver have no `driver`: iperf3)."""
+    driver = config.get("driver", "iperf3")
+    return "" if driver == "iperf3" else f", {driver} driver"
 
 
 def window_text(runs: dict[int, Run]) -> str:

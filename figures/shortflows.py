@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import flowsizes, records
-from figures.runs import Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
+from figures.runs import driver_text, Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "uncoupled": ("UNCOUPLED", "#d62728"),
          "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
@@ -48,7 +48,7 @@ def _subtitle(runs: dict[str, Run]) -> str:
     return (f"FatTree({c['k']}) {c['ratio']}:1 oversubscribed, {c['bw_mbps']:g} Mb/s links; a third of "
             f"the hosts send a long flow ({c['multipath_subflows']} subflows when multipath), the rest "
             f"{_files(c)} by TCP every {c['interval_s']:g} s (Poisson); "
-            f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+            f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up{driver_text(c)}")
 
 
 def _files(config: dict) -> str:

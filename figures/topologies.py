@@ -17,7 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (Drawn, FlowPercents, mark_invalid, note, save_figure,
+from figures.runs import (driver_text, Drawn, FlowPercents, mark_invalid, note, save_figure,
                           save_sweep_figure, section_head)
 
 STYLE = {"fattree": ("FatTree", "#2ca02c", "^"), "vl2": ("VL2", "#1f77b4", "o"),
@@ -65,7 +65,8 @@ def _label(topology: str, points: list[Point]) -> str:
 def _subtitle(data: dict[str, list[Point]]) -> str:
     c = next(iter(data.values()))[0].record["config"]
     return (f"permutation, {c['bw_mbps']:g} Mb/s host links, {c['queue_pkts']} pkt queues, "
-            f"cc {c['cc']}, fabric {c['fabric']}, {c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+            f"cc {c['cc']}, fabric {c['fabric']}{driver_text(c)}, "
+            f"{c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
 
 
 def draw_subflows(data: dict[str, list[Point]], out: Path) -> Drawn:

@@ -302,6 +302,11 @@ def test_title_names_the_configuration(tmp_path):
         "FatTree ft8 (k=8), one_to_one: 10.0 Mb/s links, 20 s runs, cc=reno, fabric=l3"
     runs[2].config["bw_mbps"] = 20.0
     assert "10.0/20.0 Mb/s (MIXED)" in plot.title("ft8", "one_to_one", runs)
+    # The driver is named where it is not iperf3 (records without one are iperf3's).
+    runs[1].config["driver"] = "iperf3"
+    assert "driver" not in plot.title("ft8", "one_to_one", runs)
+    runs[2].config["driver"] = "socket"
+    assert plot.title("ft8", "one_to_one", runs).endswith("fabric=l3, driver=iperf3/socket (MIXED)")
 
 
 def test_title_says_first_fit_moved_the_flows(tmp_path):
