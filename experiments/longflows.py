@@ -17,12 +17,14 @@ PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethern
 
 
 def mptcp_counters(fabric: Fabric) -> dict[str, int]:
-    """MPTCP MIB counters summed over every host namespace."""
+    """MPTCP MIB counters summed over every host namespace, and the
+    machine's ARP table counters (kernel/transport.read_arp_table_stats):
+    a full table refuses neighbours, and connections fail."""
     total: dict[str, int] = {}
     for host in fabric.hosts():
         for k, v in transport.read_netstat(fabric.pid(host), ("MPTcpExt",)).items():
             total[k] = total.get(k, 0) + v
-    return total
+    return {**total, **transport.read_arp_table_stats()}
 
 
 def flow_key(f: FlowEndpoints) -> tuple:
@@ -80,6 +82,8 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
         flags.append("unexpected_mptcp")
     if cpu.saturated():
         flags.append("cpu_saturated")
+    if counters.get("ArpTableFulls", 0) > 0:
+        flags.append("neighbour_table_full")
     return flags
 
 

@@ -96,6 +96,25 @@ def read_snmp(ns_pid: int, prefixes=("Tcp",)) -> dict[str, int]:
     return _read_mib(Path(f"/proc/{ns_pid}/net/snmp"), prefixes)
 
 
+ARP_STATS = Path("/proc/net/stat/arp_cache")
+
+
+def read_arp_table_stats(path: Path = ARP_STATS) -> dict[str, int]:
+    """The kernel's ARP table counters, summed over CPUs: `ArpTableFulls`,
+    new entries refused because the table was full, and `ArpForcedGcRuns`.
+    The table is one for every namespace on the machine, and so are these.
+    Read by hand: no library parses this file (a header line, then one row
+    of hexadecimal columns per CPU)."""
+    lines = path.read_text().split("\n")
+    names = lines[0].split()
+    totals = dict.fromkeys(names, 0)
+    for row in lines[1:]:
+        for name, value in zip(names, row.split()):
+            totals[name] += int(value, 16)
+    return {"ArpTableFulls": totals.get("table_fulls", 0),
+            "ArpForcedGcRuns": totals.get("forced_gc_runs", 0)}
+
+
 def _read_mib(path: Path, prefixes) -> dict[str, int]:
     """Lines come in pairs: "Prefix: name name ..." then "Prefix: value
     value ...". Read by hand: nstat prints the same, but would need parsing
