@@ -30,9 +30,10 @@ its dynamic entries are capped machine-wide (net.ipv4.neigh.default.
 gc_thresh3, 1024 by default). FatTree(8) 4:1 has 512 hosts and 1536
 link ends; its TCP runs with the socket driver overflowed the table
 ("neighbor table overflow!" in the kernel log): at 1/4 connection per host
-20 of 128 connections failed (EHOSTUNREACH, or not connected in 10 s). Permanent entries are not counted
-against that cap, and they leave with their namespaces. An address that is
-not a link peer's still resolves by ARP.
+20 of 128 connections failed (EHOSTUNREACH, or not connected in 10 s).
+Permanent entries are not counted against that cap, and they leave with
+their namespaces. An address that is not a link peer's still resolves by
+ARP.
 """
 from __future__ import annotations
 
