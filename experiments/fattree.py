@@ -21,9 +21,9 @@ from dctopo import FatTree
 from experiments.config import RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
-from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections,
-                                   first_fit_record, flow_key, mptcp_counters, run_flags,
-                                   subflows_by_flow)
+from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, first_fit_record,
+                                   flow_key, kernel_counters, run_flags, subflows_by_flow,
+                                   subflows_ready)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
 from experiments.startup import PhaseClock, clients_started_late, startup_record
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
@@ -168,7 +168,7 @@ class Sweep:
         self.fabric.prepare_run(say=self.say)
         self.arm_path_manager(flows, rc.subflows)
         clock.mark("reconfigure_hosts")
-        before = mptcp_counters(self.fabric)
+        before = kernel_counters(self.fabric)
         repairs_before = self.net.coupled_cc.window_repairs()
         log_before = self.net.coupled_cc.repair_log()
         monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
@@ -185,11 +185,11 @@ class Sweep:
             outcomes = self.driver.run(flows, mptcp, rc.time_s, folder / "iperf",
                                        on_started=traffic_started, warmup_s=rc.warmup_s,
                                        on_starting=lambda: clock.mark("start_servers"),
-                                       ready=lambda: all_subflows_up(self.pm, flows, rc.subflows))
+                                       ready=subflows_ready(self.pm, flows, rc.subflows))
         finally:
             monitors.stop()
             event = self.during_runs.stop() if self.during_runs else None
-        deltas = transport.counter_delta(before, mptcp_counters(self.fabric))
+        deltas = transport.counter_delta(before, kernel_counters(self.fabric))
         repairs_after = self.net.coupled_cc.window_repairs()
         if repairs_before is not None and repairs_after is not None:
             deltas[WINDOW_REPAIRS] = repairs_after - repairs_before

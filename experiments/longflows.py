@@ -16,7 +16,7 @@ from monitor import CpuMonitor
 PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
 
 
-def mptcp_counters(fabric: Fabric) -> dict[str, int]:
+def kernel_counters(fabric: Fabric) -> dict[str, int]:
     """MPTCP MIB counters summed over every host namespace, and the
     machine's ARP table counters (kernel/transport.read_arp_table_stats):
     a full table refuses neighbours, and connections fail."""
@@ -44,6 +44,13 @@ def all_subflows_up(pm: UserspacePM, flows: list[FlowEndpoints], subflows: int) 
     conns = client_connections(pm)
     return all(conns.get(flow_key(f)) is not None and conns[flow_key(f)].subflows_established >= subflows
                for f in flows)
+
+
+def subflows_ready(pm: UserspacePM, flows: list[FlowEndpoints], subflows: int):
+    """For a driver's `ready`: a driver that opens the connections before
+    data flows (the socket driver) releases the data once this says every
+    flow has its subflows."""
+    return lambda: all_subflows_up(pm, flows, subflows)
 
 
 def closed_connections(pm: UserspacePM, timeout_s: float = 2.0) -> list[Connection]:

@@ -13,8 +13,8 @@ from pathlib import Path
 from dctopo import DCTopo
 from emulator.network import Network
 from emulator.traffic.common import FlowEndpoints
-from experiments.longflows import (PAYLOAD_PER_FRAME, all_subflows_up, client_connections, flow_key,
-                                   mptcp_counters, run_flags, subflows_by_flow)
+from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, flow_key, kernel_counters,
+                                   run_flags, subflows_by_flow, subflows_ready)
 from experiments.runner import Experiment
 from experiments.startup import PhaseClock, clients_started_late, startup_record
 from kernel import transport
@@ -29,12 +29,6 @@ class RackNetwork(Network):
 
     def __init__(self, topo: DCTopo, cfg):
         super().__init__(topo, cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric, driver=cfg.driver)
-
-    def subflows_ready(self, flows: list[FlowEndpoints], subflows: int):
-        """For the driver's `ready`: a driver that opens the connections
-        before data flows (the socket driver) releases the data once this
-        says every flow has its subflows."""
-        return lambda: all_subflows_up(self.pm, flows, subflows)
 
     def endpoints(self, matrix: TrafficMatrix, seed: int) -> list[FlowEndpoints]:
         """Ports as the driver gives them, and for each flow a plane drawn
@@ -135,19 +129,19 @@ class RackExperiment(Experiment):
             cpu.start(t0=cpu_t0)
             if event is not None:
                 event.start()
-        counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
+        counters, sent = kernel_counters(net.fabric), net.sent_by_interface()
         clock.mark("bookkeeping")
         try:
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
                                       on_started=traffic_started, warmup_s=cfg.warmup,
                                       bind_servers=subflows == 1,
                                       on_starting=lambda: clock.mark("start_servers"),
-                                      ready=net.subflows_ready(flows, subflows))
+                                      ready=subflows_ready(net.pm, flows, subflows))
         finally:
             cpu.stop()
             if event is not None:
                 event_record = event.stop()
-        counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
+        counters = transport.counter_delta(counters, kernel_counters(net.fabric))
         sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)

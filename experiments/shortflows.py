@@ -26,7 +26,7 @@ from pathlib import Path
 from dctopo import FatTree
 from emulator.traffic.transfers import Transfer
 from experiments.config.shortflows import ShortflowsPoint
-from experiments.longflows import mptcp_counters
+from experiments.longflows import kernel_counters, subflows_ready
 from experiments.racknet import RackExperiment, RackNetwork
 from kernel import transport
 from monitor import CpuMonitor
@@ -73,7 +73,7 @@ class ShortflowsExperiment(RackExperiment):
         subflows = self.subflows_of(p)
         net.arm(flows, subflows)
         cpu = CpuMonitor(interval_s=1.0)
-        counters, sent = mptcp_counters(net.fabric), net.sent_by_interface()
+        counters, sent = kernel_counters(net.fabric), net.sent_by_interface()
         running = []
 
         def started() -> None:
@@ -83,11 +83,11 @@ class ShortflowsExperiment(RackExperiment):
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
                                       on_started=started, warmup_s=cfg.warmup,
                                       bind_servers=subflows == 1,
-                                      ready=net.subflows_ready(flows, subflows))
+                                      ready=subflows_ready(net.pm, flows, subflows))
             done = running[0].finish() if running else []
         finally:
             cpu.stop()
-        counters = transport.counter_delta(counters, mptcp_counters(net.fabric))
+        counters = transport.counter_delta(counters, kernel_counters(net.fabric))
         sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)

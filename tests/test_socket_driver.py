@@ -10,7 +10,7 @@ import pytest
 from base.procs import ProcessTracker
 from experiments.config import LinkParams, SweepConfig
 from emulator.traffic.socket_driver import JsonLinesChild, outcomes
-from experiments.longflows import all_subflows_up, client_connections, flow_key
+from experiments.longflows import client_connections, flow_key, subflows_ready
 from emulator.traffic.common import FlowEndpoints
 from tests.conftest import needs_root, opened_sweep
 from workloads import Flow
@@ -65,7 +65,8 @@ def test_a_child_is_heard_on_a_descriptor_above_1023(tmp_path):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard < 1200:
         pytest.skip(f"the descriptor limit here is {hard}")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200) if soft != resource.RLIM_INFINITY else soft, hard))
+    wanted = soft if soft == resource.RLIM_INFINITY else max(soft, 1200)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
     procs = ProcessTracker()
     try:
@@ -97,7 +98,7 @@ def test_every_subflow_is_up_before_the_first_data(ft4, tmp_path, subflows):
     flows = ft4.driver.endpoints([Flow(f"h0_{e}_{i}", f"h2_{e}_{i}") for e in (0, 1) for i in (0, 1)])
     ft4.arm_path_manager(flows, subflows)
     outs = ft4.driver.run(flows, subflows > 1, 3, tmp_path, warmup_s=1,
-                          ready=lambda: all_subflows_up(ft4.pm, flows, subflows))
+                          ready=subflows_ready(ft4.pm, flows, subflows))
     assert all(o.error is None and o.goodput_mbps > 0 for o in outs), \
         [(o.endpoints.src, o.error, o.goodput_mbps) for o in outs]
     assert all(o.per_second_mbps[0] > 0 for o in outs), [o.per_second_mbps for o in outs]

@@ -6,6 +6,9 @@ import sys
 import pytest
 
 from base.platform import sysctl_exists
+from experiments.longflows import run_flags
+from kernel.transport import ARP_STATS, read_arp_table_stats
+from monitor import CpuMonitor
 from tests.conftest import needs_root
 
 FALLBACK_KNOB = "net.mptcp.syn_retrans_before_tcp_fallback"
@@ -80,24 +83,20 @@ def test_a_connection_whose_syns_are_dropped_stays_mptcp(two_hosts):
 
 # Two CPUs' rows as /proc/net/stat/arp_cache gives them (columns abridged to
 # the last three; the real file has 13).
-ARP_STATS = """forced_gc_runs unresolved_discards table_fulls
+ARP_CACHE_SAMPLE = """forced_gc_runs unresolved_discards table_fulls
 0000000a       00000000            00000d5c
 00000001       00000002            00001711
 """
 
 
 def test_arp_table_overflows_are_summed_over_cpus_and_flag_a_run(tmp_path):
-    from experiments.longflows import run_flags
-    from kernel.transport import read_arp_table_stats
-    from monitor import CpuMonitor
     path = tmp_path / "arp_cache"
-    path.write_text(ARP_STATS)
+    path.write_text(ARP_CACHE_SAMPLE)
     assert read_arp_table_stats(path) == {"ArpTableFulls": 0xd5c + 0x1711, "ArpForcedGcRuns": 11}
     cpu = CpuMonitor(interval_s=1.0)
     flow = {"goodput_mbps": 1.0, "subflows_established": 1}
     assert run_flags(1, [flow], [], cpu, {"ArpForcedGcRuns": 3}) == []
     assert run_flags(1, [flow], [], cpu, {"ArpTableFulls": 1}) == ["neighbour_table_full"]
     # This kernel's file has the columns read.
-    from kernel.transport import ARP_STATS as machine_file
-    header = machine_file.read_text().split("\n")[0].split()
+    header = ARP_STATS.read_text().split("\n")[0].split()
     assert {"table_fulls", "forced_gc_runs"} <= set(header), header

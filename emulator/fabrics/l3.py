@@ -119,7 +119,7 @@ class L3Fabric(Fabric):
         }
         router_id = self.topo.nodeInfo(switch)["router_id"]
         ip_lines = ["link set lo up", f"addr add {router_id}/32 dev lo"]
-        ip_lines += [f"link set {i.name} up" for i in self.topo.interfaces(switch)]
+        ip_lines += [f"link set {i.name} up" for i in self._ports[switch]]
         ip_lines += self.neighbour_lines(switch)
         ip_lines += self.route_lines(switch)
         return [*_sysctl(sysctls), *_batch("ip", ip_lines), *self.link_script(switch)]
