@@ -10,7 +10,8 @@ import pytest
 from experiments.config import LinkParams, SweepConfig
 from base.procs import run
 from experiments.fattree import Sweep
-from kernel.transport import EPHEMERAL_PORTS, counter_delta, read_dev_bytes, read_netstat
+from kernel.transport import (EPHEMERAL_PORTS, STALE_LOSS_COUNT, counter_delta, read_dev_bytes, read_netstat,
+                              read_sysctls)
 from tests.conftest import FULL_EMULATION, needs_root, opened_sweep
 from workloads import Flow
 
@@ -85,6 +86,14 @@ def test_eight_subflows_are_established(ft4, tmp_path):
     assert client.get("MPTcpExtMPJoinSynAckRx") == 7
     assert server.get("MPTcpExtMPJoinAckRx") == 7
     assert "MPTcpExtMPJoinRejected" not in server
+
+
+def test_every_host_keeps_slow_subflows_in_use(ft4):
+    """Subflows are not declared stale within a run (kernel/transport.py,
+    host_sysctls, says why), in every host of every fabric."""
+    knob = "net.mptcp.stale_loss_cnt"
+    values = {read_sysctls(ft4.fabric.pid(h), (knob,))[knob] for h in ft4.topo.hosts()}
+    assert values == {STALE_LOSS_COUNT}
 
 
 def test_l3_nodes_reach_their_link_peers_without_arp(ft4, tmp_path):
