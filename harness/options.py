@@ -195,7 +195,7 @@ def oversub_parser() -> argparse.ArgumentParser:
                    help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple "
                         "(%(default)s)")
     add_name_list(p, "--matrices", d.matrices, OVERSUB_MATRICES, "the load sweep's matrices, ")
-    add_rack_sweep_options(p, d, OVERSUB_SWEEPS)
+    add_rack_sweep_options(p, d, OVERSUB_SWEEPS, arities="4, 6 or 8")
     return p
 
 
@@ -325,7 +325,7 @@ def shortflows_parser() -> argparse.ArgumentParser:
     d = ShortflowsConfig()
     p = subcommand_parser("shortflows", f"Paper Fig. 12: {FILE_BYTES // 1000} KB files by TCP beside long flows of each "
                                         "scheme on the 4:1 oversubscribed FatTree.")
-    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4, 6 or 8 (%(default)s)")
     p.add_argument("--ratio", type=int, default=d.ratio,
                    help="oversubscription: hosts per rack over its k/2 uplinks (%(default)s)")
     p.add_argument("--schemes", default=None,

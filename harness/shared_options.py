@@ -120,9 +120,9 @@ def add_results_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...],
-                           subflows_where: str = "") -> None:
+                           subflows_where: str = "", arities: str = "4 or 8") -> None:
     """The arity, the locality and load sweeps of E7 and E8, then the long-flow options."""
-    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4 or 8 (%(default)s)")
+    p.add_argument("--k", type=int, default=d.k, help=f"switch arity, {arities} (%(default)s)")
     add_name_list(p, "--sweeps", d.sweeps, sweeps)
     add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
     add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")

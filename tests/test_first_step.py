@@ -37,7 +37,7 @@ def test_nothing_is_importable_in_the_imitation():
 
 # Every subcommand of the registry with its defaults, and a few with options.
 SUBCOMMAND_CHECKS = [*SUBCOMMANDS, "4", "4 all --subflows 1,8 --fabric openflow", "hotspot --k 6",
-                     "--cc reno wifi3g"]
+                     "oversub --k 6", "--cc reno wifi3g"]
 
 
 @pytest.mark.parametrize("sub", SUBCOMMAND_CHECKS)
@@ -48,6 +48,7 @@ def test_every_subcommand_checks_its_input_with_the_standard_library_only(sub):
 
 @pytest.mark.parametrize("argv,words", [("3", "even number"), ("wifi3g --sweeps nosuch", "unknown sweep"),
                                         ("dhft --loads nan", "finite"), ("algorithms --k 5", "FatTree(4)"),
+                                        ("oversub --k 10", "k=4, 6 or 8"),
                                         ("hotspot --time 9", "at least 15 s"), ("4 --bw inf", "finite")])
 def test_bad_input_on_a_fresh_machine_is_one_line(argv, words):
     done = fresh_machine(f"./run_mptcp.sh {argv}")

@@ -34,8 +34,8 @@ class OversubscribedSettings(LongFlowSettings):
         return oversubscribed_hosts(self.k, self.ratio)
 
     def check_network(self) -> None:
-        if self.k not in (4, 8):
-            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4 or 8")
+        if self.k not in (4, 6, 8):
+            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4, 6 or 8")
         if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
             raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
                               f"(k={self.k} gives {self.n_hosts})")
