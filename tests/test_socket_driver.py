@@ -1,6 +1,7 @@
 """The socket driver (emulator/traffic/flowgen.py, emulator/traffic/socket_driver.py): every
 connection has all its subflows before the first data byte, as the path
 manager's own records show, and goodput is counted from the release."""
+import errno
 import os
 import resource
 import time
@@ -9,6 +10,7 @@ import pytest
 
 from base.procs import ProcessTracker
 from experiments.config import LinkParams, SweepConfig
+from emulator.traffic.flowgen import ended_by_reset
 from emulator.traffic.socket_driver import JsonLinesChild, outcomes
 from experiments.longflows import client_connections, flow_key, subflows_ready
 from emulator.traffic.common import FlowEndpoints
@@ -56,6 +58,16 @@ def test_a_sender_that_never_reports_times_every_flow_out():
               "sent": None, "received": None}
     [o] = outcomes(endpoints(1), record)
     assert o.timed_out and o.error and o.goodput_mbps == 0
+
+
+def test_only_a_reset_at_the_end_ends_a_receive_cleanly():
+    """TCP's reset says ECONNRESET, MPTCP's fast close sometimes ENOTCONN;
+    before the end either is the flow's error, as is anything else after."""
+    for err in (errno.ECONNRESET, errno.ENOTCONN):
+        assert ended_by_reset(now=10.0, end=10.0, err=err)
+        assert not ended_by_reset(now=9.9, end=10.0, err=err)
+        assert not ended_by_reset(now=10.0, end=None, err=err)
+    assert not ended_by_reset(now=11.0, end=10.0, err=errno.EPIPE)
 
 
 def test_a_child_is_heard_on_a_descriptor_above_1023(tmp_path):
