@@ -20,6 +20,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 PROVISIONED_SCHEMES, ProvisionedConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
+from experiments.config.oversub import OVERSUB_KS, arity_words
 from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
                                     add_driver_option, add_fabric_option, add_link_options, add_long_flow_options,
@@ -195,7 +196,7 @@ def oversub_parser() -> argparse.ArgumentParser:
                    help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple "
                         "(%(default)s)")
     add_name_list(p, "--matrices", d.matrices, OVERSUB_MATRICES, "the load sweep's matrices, ")
-    add_rack_sweep_options(p, d, OVERSUB_SWEEPS, arities="4, 6 or 8")
+    add_rack_sweep_options(p, d, OVERSUB_SWEEPS, arities=arity_words(OVERSUB_KS))
     return p
 
 
@@ -325,7 +326,7 @@ def shortflows_parser() -> argparse.ArgumentParser:
     d = ShortflowsConfig()
     p = subcommand_parser("shortflows", f"Paper Fig. 12: {FILE_BYTES // 1000} KB files by TCP beside long flows of each "
                                         "scheme on the 4:1 oversubscribed FatTree.")
-    p.add_argument("--k", type=int, default=d.k, help="switch arity, 4, 6 or 8 (%(default)s)")
+    p.add_argument("--k", type=int, default=d.k, help=f"switch arity, {arity_words(OVERSUB_KS)} (%(default)s)")
     p.add_argument("--ratio", type=int, default=d.ratio,
                    help="oversubscription: hosts per rack over its k/2 uplinks (%(default)s)")
     p.add_argument("--schemes", default=None,

@@ -12,6 +12,12 @@ OVERSUB_SWEEPS = ("load", "locality")
 OVERSUB_MATRICES = ("permutation", "random")     # the load sweep's; locality's is random
 OVERSUB_SCHEMES = ("tcp", "mptcp")
 OVERSUB_MAX_FLOWS = 512
+OVERSUB_KS = (4, 6, 8)    # arities run here; k=6 is the smallest whose model has Fig. 7's peak
+
+
+def arity_words(ks: tuple[int, ...]) -> str:
+    """(4, 6, 8) -> "4, 6 or 8", for help texts and errors."""
+    return ", ".join(map(str, ks[:-1])) + f" or {ks[-1]}"
 
 
 def oversubscribed_hosts(k: int, ratio: int) -> int:
@@ -34,8 +40,8 @@ class OversubscribedSettings(LongFlowSettings):
         return oversubscribed_hosts(self.k, self.ratio)
 
     def check_network(self) -> None:
-        if self.k not in (4, 6, 8):
-            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k=4, 6 or 8")
+        if self.k not in OVERSUB_KS:
+            raise ConfigError(f"--k {self.k}: the oversubscribed FatTree runs at k={arity_words(OVERSUB_KS)}")
         if not 1 <= self.ratio <= 8 or self.n_hosts > 512:
             raise ConfigError(f"--ratio {self.ratio}: within 1..8 and at most 512 hosts "
                               f"(k={self.k} gives {self.n_hosts})")
