@@ -144,6 +144,18 @@ def run_main(results: Path, *args: str) -> subprocess.CompletedProcess:
                                        out.getvalue(), err.getvalue())
 
 
+def run_main_seen(results: Path, monkeypatch, *args: str):
+    """run_main, and what it drew: (its result, {kind: what it shows} as
+    draw_all gives them), from one drawing rather than two."""
+    seen = []
+    real = plot.draw_all
+    monkeypatch.setattr(plot, "draw_all", lambda *a: seen.append(real(*a)) or seen[-1])
+    proc = run_main(results, *args)
+    assert len(seen) == 1 and seen[0] is not None, proc.stderr
+    s = seen[0].sections[0]
+    return proc, {**s.drawn, "cpu": seen[0].cpu_drawn.get(s.workload)}
+
+
 def draw_all(results: Path, queue_runs=None) -> tuple[plot.Drawing, dict[str, plot.Drawn]]:
     """Draw everything in-process: (the drawing, {kind: what it shows} of the
     first section, with 'cpu' for its workload's CPU figure)."""
@@ -207,21 +219,34 @@ def test_invalid_run_is_drawn_distinctly(tmp_path):
     assert draw(tmp_path) == {1: (60, True), 2: (80, False)}
 
 
-@pytest.mark.parametrize("content", [
-    "{not json",
-    "",
-    "[]",
-    '{"config": {"topology": "ft4", "workload": "one_to_one", "subflows": 2}}',  # no flows
-])
-def test_unusable_run_json_is_skipped_with_a_note(tmp_path, content):
+def test_unusable_run_json_is_skipped_with_a_note(tmp_path):
+    """The whole command, once: one line on stderr, exit 0, the rest drawn."""
     write_run(tmp_path, 1, [50, 70])
     bad = write_run(tmp_path, 2, [80])
-    bad.write_text(content)
+    bad.write_text("{not json")
     write_run(tmp_path, 3, [90], valid=False, flags=["drops"])
     proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and str(bad) in proc.stderr
     assert draw(tmp_path) == {1: (60, True), 3: (90, False)}
+
+
+# Each other kind of unusable run.json, at the loader every figure reads
+# through (the whole command, as above, drew every figure for each: 4 s apiece).
+@pytest.mark.parametrize("content", [
+    "",
+    "[]",
+    '{"config": {"topology": "ft4", "workload": "one_to_one", "subflows": 2}}',  # no flows
+])
+def test_every_unusable_run_json_is_left_out_with_a_note(tmp_path, capsys, content):
+    write_run(tmp_path, 1, [50, 70], samples=False)
+    bad = write_run(tmp_path, 2, [80], samples=False)
+    bad.write_text(content)
+    write_run(tmp_path, 3, [90], valid=False, flags=["drops"], samples=False)
+    skipped: dict = {}
+    assert sorted(r.subflows for r in plot.load_runs(tmp_path, skipped)) == [1, 3]
+    err = capsys.readouterr().err.splitlines()
+    assert list(skipped) == [bad] and len(err) == 1 and str(bad) in err[0]
 
 
 @pytest.mark.parametrize("change", [
@@ -376,13 +401,12 @@ def test_several_fattree_sizes_in_the_cpu_figure(tmp_path):
     assert cpu.mentions("k=8")
 
 
-def test_deleted_run_folder_is_a_noted_gap(tmp_path):
+def test_deleted_run_folder_is_a_noted_gap(tmp_path, monkeypatch):
     sweep(tmp_path)
     shutil.rmtree(tmp_path / "ft4" / "one_to_one" / "flows3")
-    proc = run_main(tmp_path)
+    proc, drawn = run_main_seen(tmp_path, monkeypatch)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == outputs(tmp_path)
-    _, drawn = draw_all(tmp_path)
     assert sorted(drawn["link-util"].data["all"]) == [1, 2, 4, 5, 6, 7, 8]
     assert sorted(drawn["rtt"].data) == [1, 2, 4, 5, 6, 7, 8]
     assert sorted(drawn["cpu"].data["by_subflows"][4]) == [1, 2, 4, 5, 6, 7, 8]
@@ -424,8 +448,9 @@ CORRUPT = {
 
 
 # Each corruption once, on ports.csv and rtt.csv in turn: both files are read
-# by one parser (figures.samples.read_table), and each case draws every
-# figure of a sweep (about 3 s); all ten pairs cost 30 s of the host suite.
+# by one parser (figures.samples.read_table), and each case draws the
+# figures of a sweep they feed; all ten pairs cost 30 s of the host suite
+# when each drew every figure.
 CORRUPT_CASES = [(file, kind, how) for (file, kind), how in zip(
     [("ports.csv", "link-util"), ("rtt.csv", "rtt")] * 3, CORRUPT)]
 
@@ -435,7 +460,11 @@ def test_corrupt_csv_is_skipped_with_a_note(tmp_path, capsys, name, kind, how):
     sweep(tmp_path, counts=(1, 2, 4))
     path = tmp_path / "ft4" / "one_to_one" / "flows2" / name
     path.write_text(CORRUPT[how](path.read_text()))
-    _, drawn = draw_all(tmp_path)
+    # Only the figures the two files feed (link-util, queue, RTT), not every one.
+    runs = plot.group(plot.load_runs(tmp_path))[("ft4", "one_to_one")]
+    section = plot.Section("ft4", "one_to_one", runs)
+    plot.sample_figures(section, tmp_path / "plots", None)
+    drawn = section.drawn
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and name in err[0] and "flows2" in err[0]
     data = drawn[kind].data["all"] if kind == "link-util" else drawn[kind].data
@@ -463,12 +492,11 @@ def test_corrupt_cpu_csv_falls_back_to_run_json_or_is_skipped(tmp_path, capsys):
 
 
 def test_runs_without_any_samples_still_give_throughput_and_report(tmp_path):
-    sweep(tmp_path, counts=(1, 2))
-    proc = run_main(tmp_path)   # older figures of the same names, now stale
-    assert proc.returncode == 0 and (tmp_path / "plots" / "ft4-one_to_one-rtt.png").exists()
-    for n in (1, 2):
-        for f in (tmp_path / "ft4" / "one_to_one" / f"flows{n}").glob("*.csv"):
-            f.unlink()
+    sweep(tmp_path, counts=(1, 2), samples=False)
+    # Older figures of the same names, now stale (a drawing that had samples).
+    for stale in outputs(tmp_path)[:-1]:
+        Path(stale).parent.mkdir(exist_ok=True)
+        Path(stale).write_bytes(PNG_MAGIC)
     proc = run_main(tmp_path)
     assert proc.returncode == 0, proc.stderr
     plots = tmp_path / "plots"
@@ -534,11 +562,11 @@ def test_queue_runs_chosen(ask, shown, noted):
     assert (why is not None and "--queue-run 3: no such run" in why) == noted
 
 
-def test_queue_run_option(tmp_path, capsys):
+def test_queue_run_option(tmp_path, monkeypatch):
     sweep(tmp_path, counts=(1, 2, 8))
-    assert plot.main([str(tmp_path), "--queue-run", "2", "--queue-run", "3"]) == 0
-    assert "--queue-run 3: no such run with port samples; drawing 2" in capsys.readouterr().err
-    _, drawn = draw_all(tmp_path, [2])
+    proc, drawn = run_main_seen(tmp_path, monkeypatch, "--queue-run", "2", "--queue-run", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "--queue-run 3: no such run with port samples; drawing 2" in proc.stderr
     assert list(drawn["queue"].data) == [2]
     assert drawn["queue"].mentions("MPTCP-2: 2 subflows per connection")
 
