@@ -50,6 +50,7 @@ import selectors
 import socket
 import struct
 import sys
+import threading
 import time
 
 from kernel.netlink import made_in_netns
@@ -58,6 +59,7 @@ IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)   # 262 in include/uapi/li
 HELLO_BYTES = 8
 CHUNK = 128 * 1024          # bytes per send(), as iperf3's default TCP block
 READ_BUFFER = 256 * 1024
+THREAD_JOIN_S = 5.0        # a writer's wait for its shutdown to wake it
 
 
 def _say(obj: dict) -> None:
@@ -293,33 +295,45 @@ def send() -> None:
 
 
 def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int, float]) -> None:
-    """Keep every connected flow's socket full from t0 + its offset to end."""
-    chunk = memoryview(bytes(CHUNK))
-    sel = selectors.DefaultSelector()
-    waiting = sorted(((t0 + offsets.get(f.index, 0.0), f.index, f) for f in flows
-                      if f.connected and f.error is None), key=lambda w: w[:2])
-    while waiting or sel.get_map():
-        now = time.monotonic()
-        while waiting and waiting[0][0] <= now:
-            flow = waiting.pop(0)[2]
-            sel.register(flow.sock, selectors.EVENT_WRITE, flow)
-        left = end - now
-        if left <= 0:
-            break
-        wait = min(left, 1.0, waiting[0][0] - now if waiting else 1.0)
-        if not sel.get_map():
-            time.sleep(wait)
-            continue
-        for key, _ in sel.select(timeout=wait):
-            f = key.data
+    """Keep every connected flow's socket full from t0 + its offset to end:
+    one thread per flow, each in a blocking send() as an iperf3 client is.
+
+    Why not one select() loop over non-blocking sockets (this driver's first
+    form): its MPTCP connections resent data at the MPTCP level far more.
+    FatTree(4), 10 Mb/s, MPTCP-8, 30 s after 5 s, seeds 0-2: 26-45 MPTCP-level
+    retransmissions and 505-816 duplicate segments at the receivers per run,
+    against 3-10 and 28-61 with blocking writers (iperf3: 1-4 and 1-23);
+    bench/README.md, "Start-up". The threads only wait in the kernel: the GIL
+    is released in send()."""
+    chunk = bytes(CHUNK)
+    live = [f for f in flows if f.connected and f.error is None]
+
+    def keep_full(flow: _Outbound, start: float) -> None:
+        time.sleep(max(0.0, start - time.monotonic()))
+        flow.sock.setblocking(True)
+        while time.monotonic() < end:
             try:
-                f.sent += f.sock.send(chunk)
-            except BlockingIOError:
-                pass
+                flow.sent += flow.sock.send(chunk)
             except OSError as exc:
-                f.error = _error_text(exc.errno or 0)
-                sel.unregister(f.sock)
-    sel.close()
+                if time.monotonic() < end:      # not our own shutdown below
+                    flow.error = _error_text(exc.errno or 0)
+                return
+
+    threads = [threading.Thread(target=keep_full, args=(f, t0 + offsets.get(f.index, 0.0)),
+                                name=f"flow {f.index}", daemon=True) for f in live]
+    for t in threads:
+        t.start()
+    time.sleep(max(0.0, end - time.monotonic()))
+    # A writer blocked in send() wakes only when its socket changes state:
+    # shutdown() does that (the send fails with EPIPE); send() then aborts
+    # every socket, so the FIN queued here is never waited for.
+    for f in live:
+        try:
+            f.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    for t in threads:
+        t.join(THREAD_JOIN_S)
 
 
 if __name__ == "__main__":
