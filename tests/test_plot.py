@@ -144,24 +144,28 @@ def run_main(results: Path, *args: str) -> subprocess.CompletedProcess:
                                        out.getvalue(), err.getvalue())
 
 
+def first_section_shown(drawing: plot.Drawing) -> dict[str, plot.Drawn]:
+    """{kind: what it shows} of the drawing's first section, with 'cpu' for
+    its workload's CPU figure."""
+    s = drawing.sections[0]
+    return {**s.drawn, "cpu": drawing.cpu_drawn.get(s.workload)}
+
+
 def run_main_seen(results: Path, monkeypatch, *args: str):
-    """run_main, and what it drew: (its result, {kind: what it shows} as
-    draw_all gives them), from one drawing rather than two."""
+    """run_main, and what it drew: (its result, first_section_shown of its
+    drawing), from one drawing rather than two."""
     seen = []
     real = plot.draw_all
     monkeypatch.setattr(plot, "draw_all", lambda *a: seen.append(real(*a)) or seen[-1])
     proc = run_main(results, *args)
     assert len(seen) == 1 and seen[0] is not None, proc.stderr
-    s = seen[0].sections[0]
-    return proc, {**s.drawn, "cpu": seen[0].cpu_drawn.get(s.workload)}
+    return proc, first_section_shown(seen[0])
 
 
 def draw_all(results: Path, queue_runs=None) -> tuple[plot.Drawing, dict[str, plot.Drawn]]:
-    """Draw everything in-process: (the drawing, {kind: what it shows} of the
-    first section, with 'cpu' for its workload's CPU figure)."""
+    """Draw everything in-process: (the drawing, first_section_shown of it)."""
     drawing = plot.draw_all(results, queue_runs)
-    s = drawing.sections[0]
-    return drawing, {**s.drawn, "cpu": drawing.cpu_drawn.get(s.workload)}
+    return drawing, first_section_shown(drawing)
 
 
 def sweep(results: Path, counts=range(1, 9), **kw) -> None:
