@@ -21,7 +21,8 @@ from dctopo import FatTree
 from experiments.config import RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
-from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, first_fit_record,
+from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
+                                   first_fit_record, still_rising,
                                    flow_key, kernel_counters, run_flags, subflows_by_flow,
                                    subflows_ready)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
@@ -254,6 +255,9 @@ class Sweep:
         flags = run_flags(rc.subflows, flows, outcomes, cpu, counters) + list(problems)
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
+        rise = counted_rise_pct(outcomes, rc.warmup_s)
+        if still_rising(rise):
+            flags.append("still_rising")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
         return {
             "config": rc.as_record(),
@@ -267,6 +271,7 @@ class Sweep:
                 "p10_pct": round(_percentile(pcts, 10), 2),
                 "min_pct": round(pcts[0], 2),
                 "aggregate_mbps": round(sum(fl["goodput_mbps"] for fl in flows), 3),
+                "rise_pct": rise,
             },
             "cpu_mean_pct": cpu.mean_pct(),
             "capacity": self.capacity.as_record() if self.capacity is not None else None,
@@ -326,8 +331,10 @@ def traffic_seconds(runs: list[RunConfig]) -> tuple[float, float]:
 def run_summary(record: dict) -> str:
     """A FatTree run's one line: how close to optimal its flows came."""
     s = record["summary"]
+    rise = s.get("rise_pct")
     return (f"mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
-            f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %")
+            f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %"
+            + (f", last third {rise:+.1f} % on the first" if rise is not None else ""))
 
 
 def _percentile(sorted_values: list[float], pct: float) -> float:

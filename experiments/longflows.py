@@ -1,6 +1,7 @@
 """What every experiment of long flows reads the same way: the kernel's
 MPTCP counters over all hosts, the path manager's connections per flow, the
-flags that make a run of long flows untrustworthy, and what the controller's
+flags that make a run of long flows untrustworthy (among them whether its
+counted window had reached a steady rate), and what the controller's
 first fit did during a run (the FatTree sweep's and the scheduling
 experiment's)."""
 from __future__ import annotations
@@ -92,6 +93,38 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
     if counters.get("ArpTableFulls", 0) > 0:
         flags.append("neighbour_table_full")
     return flags
+
+
+# The steady-state check (`still_rising`): the aggregate goodput of the
+# counted window's last third against its first third. MPTCP-8 on FatTree(4)
+# at 10 Mb/s keeps rising for 15 s after its start (README, "What a run
+# is", item 6): a window that begins inside that ramp measures the ramp.
+# Measured there (bench/README.md, "The ramp"): 30 s windows from 5 s rose
+# 0.4-15 % third to third (iperf3, six seeds) and 14-22 % (socket driver);
+# 40 s windows from 15 s and later moved -1.3 to +1.8 % (MPTCP-8) and TCP's
+# -1.8 to +1.9 %. Thirds of a shorter window hold too few one-second samples
+# to tell (MPTCP delivers in order, so in bursts: 5 s thirds of windows from
+# 20 s differed by up to 12 %), so one is not judged.
+RISE_LIMIT_PCT = 10.0
+RISE_MIN_WINDOW_S = 30
+
+
+def counted_rise_pct(outcomes: list[FlowOutcome], warmup_s: float) -> float | None:
+    """How much the aggregate goodput of the counted window's last third
+    exceeds its first third, in %; None for a window under
+    RISE_MIN_WINDOW_S seconds or one whose first third carried nothing."""
+    series = [o.counted_per_second_mbps(warmup_s) for o in outcomes]
+    seconds = min((len(s) for s in series), default=0)
+    if seconds < RISE_MIN_WINDOW_S:
+        return None
+    aggregate = [sum(s[i] for s in series) for i in range(seconds)]
+    third = seconds // 3
+    first, last = sum(aggregate[:third]), sum(aggregate[-third:])
+    return round(100.0 * (last / first - 1.0), 1) if first > 0 else None
+
+
+def still_rising(rise_pct: float | None) -> bool:
+    return rise_pct is not None and rise_pct > RISE_LIMIT_PCT
 
 
 def first_fit_record(fabric, interval_s: float, since: float, until: float) -> dict:

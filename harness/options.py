@@ -20,6 +20,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 PROVISIONED_SCHEMES, ProvisionedConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
+from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS, WARMUP_MAX_S, WARMUP_MIN_S
 from experiments.config.oversub import OVERSUB_KS, arity_words
 from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
@@ -43,7 +44,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
     add_timing_options(p, None, "seconds of traffic counted per run, after the warm-up "
-                                "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)")
+                                "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)",
+                       warmup_help=f"seconds of traffic before counting starts "
+                                   f"({SWEEP_WARMUP_S_AT_10MBPS:g} at 10 Mb/s, scaled with 10/bw, "
+                                   f"within {WARMUP_MIN_S:g}..{WARMUP_MAX_S:g})")
     add_link_options(p)
     add_seed_option(p, 0)
     add_cc_option(p)

@@ -121,7 +121,7 @@ def test_defaults_and_lists():
 
 
 @pytest.mark.parametrize("bw, counted, warmup", [
-    (10, 40, 5), (100, 40, 2), (5, 80, 10), (4, 100, 12.5), (2, 120, 20), (1, 120, 20)])
+    (10, 40, 15), (100, 40, 2), (20, 40, 7.5), (5, 80, 20), (2, 120, 20), (1, 120, 20)])
 def test_run_length_scales_with_round_trips_below_10mbps(bw, counted, warmup):
     """Queues are in packets, so a round trip lasts 10/bw times as long as at
     10 Mb/s: the default window and warm-up grow by that, up to their caps,

@@ -41,8 +41,10 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
     # A run that was killed (SIGKILL) left its name in the lock file; the kernel
     # dropped its lock, so this run takes it over and says so.
     LOCK_PATH.write_text(json.dumps({"pid": 2 ** 22 + 1, "command": "run_mptcp.sh 4 (killed)"}))
+    # --warmup 5: the default (15 s) is for the steady rate, which is not what this checks.
     done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,8", "--time", "14",
-                           "--results", str(tmp_path)], capture_output=True, text=True, timeout=600)
+                           "--warmup", "5", "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "took over the lock of a run that was killed (PID 4194305" in done.stdout
     assert LOCK_PATH.read_text() == ""
@@ -90,7 +92,7 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
 
 
 def test_ctrl_c_keeps_finished_runs_and_leaves_nothing(tmp_path, no_leftovers):
-    argv = [SCRIPT, "4", "--subflows", "1,2,3", "--time", "6", "--results", str(tmp_path)]
+    argv = [SCRIPT, "4", "--subflows", "1,2,3", "--time", "6", "--warmup", "5", "--results", str(tmp_path)]
     first = tmp_path / "ft4" / "one_to_one" / "flows1" / "run.json"
     # 3 s: well inside the second run's traffic
     returncode, err, kept = interrupt_after_first_run(argv, first, settle_s=3)

@@ -9,7 +9,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS, WARMUP_S_AT_10MBPS,
+from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS, SWEEP_WARMUP_S_AT_10MBPS,
                                        RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s, WarmupFromRate,
                                        machine_cc, check_run_settings, check_subflow_counts, check_driver,
                                        WARMUP_MAX_S)
@@ -72,6 +72,7 @@ class RunConfig:
 @dataclass(frozen=True)
 class SweepConfig(WarmupFromRate):
     """Everything `run_mptcp.sh` was asked to do."""
+    warmup_at_10mbps = SWEEP_WARMUP_S_AT_10MBPS     # a class constant, not a field
     k: int
     workloads: tuple[str, ...] = ("one_to_one",)
     subflows: tuple[int, ...] = tuple(range(1, MAX_SUBFLOWS + 1))
@@ -103,7 +104,7 @@ class SweepConfig(WarmupFromRate):
         drain_ms = self.link.queue_pkts * 1514 * 8 / (self.link.bw_mbps * 1e3)
         return (f"run length: {self.counted:g} s counted after {self.warmup:g} s warm-up, "
                 f"scaled to the link rate to hold about as many round trips as at 10 Mb/s "
-                f"({RUN_S_AT_10MBPS:g} s after {WARMUP_S_AT_10MBPS:g} s, times 10/bw, capped at "
+                f"({RUN_S_AT_10MBPS:g} s after {self.warmup_at_10mbps:g} s, times 10/bw, capped at "
                 f"{RUN_MAX_S:g} s and {WARMUP_MAX_S:g} s); a full {self.link.queue_pkts}-packet "
                 f"queue drains in {drain_ms:.0f} ms here")
 
