@@ -20,13 +20,14 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 PROVISIONED_SCHEMES, ProvisionedConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
-from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS, WARMUP_MAX_S, WARMUP_MIN_S
+from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS
 from experiments.config.oversub import OVERSUB_KS, arity_words
 from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
                                     add_driver_option, add_fabric_option, add_link_options, add_long_flow_options,
                                     add_name_list, add_number_list, add_rack_sweep_options,
                                     add_results_options, add_seed_option, add_timing_options,
+                                    scaled_warmup_help,
                                     delayed_link,
                                     finite, long_flow_command, name_list, number_list,
                                     resolve_cc, shared_config, subcommand_parser)
@@ -45,9 +46,7 @@ def parser() -> argparse.ArgumentParser:
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
     add_timing_options(p, None, "seconds of traffic counted per run, after the warm-up "
                                 "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)",
-                       warmup_help=f"seconds of traffic before counting starts "
-                                   f"({SWEEP_WARMUP_S_AT_10MBPS:g} at 10 Mb/s, scaled with 10/bw, "
-                                   f"within {WARMUP_MIN_S:g}..{WARMUP_MAX_S:g})")
+                       warmup_help=scaled_warmup_help(SWEEP_WARMUP_S_AT_10MBPS))
     add_link_options(p)
     add_seed_option(p, 0)
     add_cc_option(p)
@@ -463,7 +462,8 @@ def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
                    help="subflows of the MPTCP schemes (%(default)s)")
     add_timing_options(p, 60.0 if hot else d.time_s,
                        "seconds of traffic counted, after the warm-up (%(default)s)"
-                       + ("; the link is slow during its middle third" if hot else ""))
+                       + ("; the link is slow during its middle third" if hot else ""),
+                       warmup_help=scaled_warmup_help(d.warmup_at_10mbps))
     add_link_options(p)
     add_seed_option(p, d.seed)
     add_fabric_option(p, d.fabric)

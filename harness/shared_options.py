@@ -9,7 +9,8 @@ import math
 from pathlib import Path
 
 from base.files import check_folder_path
-from experiments.config import CONGESTION_CONTROLS, DRIVERS, FABRICS, ConfigError, LinkParams, default_cc
+from experiments.config import (CONGESTION_CONTROLS, DRIVERS, FABRICS, WARMUP_MAX_S, WARMUP_MIN_S,
+                                WARMUP_S_AT_10MBPS, ConfigError, LinkParams, default_cc)
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -48,7 +49,13 @@ def resolve_cc(given: str | None) -> tuple[str, str]:
 
 # -- options every experiment shares, declared once -------------------------
 
-WARMUP_SCALED_HELP = "seconds of traffic before counting starts (5 at 10 Mb/s, scaled with 10/bw)"
+def scaled_warmup_help(at_10mbps: float) -> str:
+    """--warmup's help where its default scales with the link rate."""
+    return (f"seconds of traffic before counting starts ({at_10mbps:g} at 10 Mb/s, scaled with "
+            f"10/bw, within {WARMUP_MIN_S:g}..{WARMUP_MAX_S:g})")
+
+
+WARMUP_SCALED_HELP = scaled_warmup_help(WARMUP_S_AT_10MBPS)
 
 
 def add_link_options(p: argparse.ArgumentParser) -> None:
