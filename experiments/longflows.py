@@ -100,7 +100,7 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
 # at 10 Mb/s keeps rising for 15 s after its start (README, "What a run
 # is", item 6): a window that begins inside that ramp measures the ramp.
 # Measured there (bench/README.md, "The ramp"): 30 s windows from 5 s rose
-# 0.4-15 % third to third (iperf3, six seeds) and 14-22 % (socket driver);
+# 0.4-15 % third to third (iperf3, six seeds) and 13.5-22 % (socket driver);
 # 40 s windows from 15 s and later moved -1.3 to +1.8 % (MPTCP-8) and TCP's
 # -1.8 to +1.9 %. Thirds of a shorter window hold too few one-second samples
 # to tell (MPTCP delivers in order, so in bursts: 5 s thirds of windows from

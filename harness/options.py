@@ -20,7 +20,6 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 PROVISIONED_SCHEMES, ProvisionedConfig,
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
-from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS
 from experiments.config.oversub import OVERSUB_KS, arity_words
 from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
@@ -46,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
     add_timing_options(p, None, "seconds of traffic counted per run, after the warm-up "
                                 "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)",
-                       warmup_help=scaled_warmup_help(SWEEP_WARMUP_S_AT_10MBPS))
+                       warmup_help=scaled_warmup_help(SweepConfig.warmup_at_10mbps))
     add_link_options(p)
     add_seed_option(p, 0)
     add_cc_option(p)
