@@ -29,6 +29,7 @@ MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
 # The FatTree sweep's: MPTCP-8 on FatTree(4) at 10 Mb/s rises for about 15 s
 # before it holds its rate, with either driver (README, "What a run is",
 # item 6; bench/README.md, "The ramp"). TCP holds its rate from the start.
+# E5 and E6 run the sweep's own runs and take it too.
 SWEEP_WARMUP_S_AT_10MBPS = 15.0
 # Every other experiment of long flows keeps 5 s, the length its own
 # measurements were made with; how long their networks take to settle has
