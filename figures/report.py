@@ -102,7 +102,6 @@ def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, 
         runs = s.runs
         lines += [f"## {s.topology} / {s.workload}", "",
                   f"{title(s.topology, s.workload, runs)}; queues {common(runs, 'queue_pkts', ' packets')}, "
-                  f"warm-up {common(runs, 'warmup_s', ' s')}, fabric {common(runs, 'fabric')}, "
                   f"seed {common(runs, 'seed')}.", ""]
         lines += table(s) + [""]
         for kind, name in FIGURES.items():

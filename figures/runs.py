@@ -182,17 +182,26 @@ def subflow_color(n: int):
     return matplotlib.colormaps["viridis"](min(0.85, 0.8 * (n - 2) / 6))
 
 
-def common(runs: dict[int, Run], field: str, unit: str = "") -> str:
-    """One config value shared by the runs, or all of them marked as mixed."""
-    values = sorted({str(r.config.get(field, "?")) for r in runs.values()})
+def common(runs: dict[int, Run], field: str, unit: str = "", shown=str) -> str:
+    """One config value shared by the runs (as `shown` writes it), or all
+    of them marked as mixed."""
+    values = sorted({shown(r.config[field]) if field in r.config else "?" for r in runs.values()})
     text = "/".join(values) + unit
     return text if len(values) == 1 else f"{text} (MIXED)"
 
 
+def seconds(value) -> str:
+    return f"{value:g}" if isinstance(value, (int, float)) else str(value)
+
+
 def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
+    """The configuration the runs share, the counted window included: a
+    window that starts inside MPTCP's climb shows less (README, "What a
+    run is", item 6)."""
     return (f"FatTree {topology} (k={common(runs, 'k')}), {workload}: "
-            f"{common(runs, 'bw_mbps', ' Mb/s')} links, {common(runs, 'time_s', ' s')} runs, "
-            f"cc={common(runs, 'cc')}, {routing(runs)}")
+            f"{common(runs, 'bw_mbps', ' Mb/s')} links, "
+            f"{common(runs, 'time_s', ' s', seconds)} after {common(runs, 'warmup_s', ' s', seconds)} "
+            f"warm-up, cc={common(runs, 'cc')}, {routing(runs)}")
 
 
 def routing(runs: dict[int, Run]) -> str:

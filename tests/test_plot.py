@@ -328,7 +328,7 @@ def test_title_names_the_configuration(tmp_path):
     write_run(tmp_path, 2, [50], k=8)
     runs = plot.group(plot.load_runs(tmp_path))[("ft8", "one_to_one")]
     assert plot.title("ft8", "one_to_one", runs) == \
-        "FatTree ft8 (k=8), one_to_one: 10.0 Mb/s links, 20 s runs, cc=reno, fabric=l3"
+        f"FatTree ft8 (k=8), one_to_one: 10.0 Mb/s links, 20 s after {WARMUP_S:g} s warm-up, cc=reno, fabric=l3"
     runs[2].config["bw_mbps"] = 20.0
     assert "10.0/20.0 Mb/s (MIXED)" in plot.title("ft8", "one_to_one", runs)
     # The driver is named where it is not iperf3 (records without one are iperf3's).
