@@ -8,8 +8,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, SWEEP_WARMUP_S_AT_10MBPS,
-                                       WarmupFromRate,
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, WarmupFromRate,
                                        check_cc, check_choices, check_run_settings)
 from experiments.config.fattree import SweepConfig
 
@@ -30,7 +29,7 @@ class CcCompareConfig(WarmupFromRate):
     traffic matrix for all. For `hotspot`, one core link runs at
     `hot_factor` of its rate during the middle third of the counted time.
     Its runs are the FatTree sweep's, so they take the sweep's warm-up."""
-    warmup_at_10mbps = SWEEP_WARMUP_S_AT_10MBPS     # a class constant, not a field
+    warmup_at_10mbps = SweepConfig.warmup_at_10mbps     # a class constant, not a field
     experiment: str = "algorithms"
     k: int = 4
     schemes: tuple[str, ...] = tuple(CC_SCHEMES)
