@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from figures.runs import (FLAG_COLOR, Run, flag_text, save_figure, subflow_color, subflow_label,
-                          sweep, tagged_lines)
+from figures.runs import (FLAG_COLOR, Run, common, flag_text, save_figure, seconds, subflow_color,
+                          subflow_label, sweep, tagged_lines)
 from figures.samples import CpuStats
 
 
@@ -28,13 +28,12 @@ def drawn_cpu(fig) -> dict[str, dict[int, dict[int, float]]]:
 
 
 def _title(workload: str, groups: dict[str, dict[int, Run]], cores: set[int]) -> str:
-    def values(field, unit=""):
-        v = sorted({str(r.config.get(field, "?")) for g in groups.values() for r in g.values()})
-        return "/".join(v) + unit + ("" if len(v) == 1 else " (MIXED)")
+    every = {i: r for i, r in enumerate(r for g in groups.values() for r in g.values())}
     topo = ", ".join(f"{t} (k={g[next(iter(g))].config.get('k', '?')})" for t, g in groups.items())
     of = f"% of all {'/'.join(map(str, sorted(cores)))} cores" if cores else "% of all cores"
-    return (f"{workload} on FatTree {topo}: {values('bw_mbps', ' Mb/s')} links, "
-            f"{values('time_s', ' s')} runs, cc={values('cc')}\n"
+    return (f"{workload} on FatTree {topo}: {common(every, 'bw_mbps', ' Mb/s')} links, "
+            f"{common(every, 'time_s', ' s', seconds)} after {common(every, 'warmup_s', ' s', seconds)} "
+            f"warm-up, cc={common(every, 'cc')}\n"
             f"Machine CPU busy over the counted window ({of}), mean ± 1 sd of 1 s samples (2013 Fig 5)")
 
 

@@ -403,6 +403,8 @@ def test_several_fattree_sizes_in_the_cpu_figure(tmp_path):
     assert cpu.data["by_k"] == {n: {k: cpu_level(n, k) for k in (4, 8)} for n in (1, 8)}
     assert set(cpu.data["by_subflows"]) == {4, 8}
     assert cpu.mentions("k=8")
+    # the title gives the counted window and its warm-up, as the other figures do
+    assert cpu.mentions(f"20 s after {WARMUP_S:g} s warm-up")
 
 
 def test_deleted_run_folder_is_a_noted_gap(tmp_path, monkeypatch):
