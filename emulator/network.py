@@ -11,7 +11,6 @@ algorithms the namespaces used.
 from __future__ import annotations
 
 import logging
-import signal
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from base.links import LinkParams
 from emulator.fabrics.common import Fabric
 from emulator.fabrics import FABRICS
 from base.procs import ProcessTracker, run
+from base.signals import deferred
 from emulator.traffic.common import reset_connections
 from emulator.traffic.drivers import DRIVERS
 from emulator.traffic.transfers import TransferDriver
@@ -88,9 +88,12 @@ class Network:
             raise
 
     def close(self) -> None:
-        """Remove what was created; a second Ctrl-C waits until that is done."""
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
+        """Remove what was created. Ctrl-C, SIGTERM or SIGHUP meanwhile waits
+        until that is done and then takes effect: a teardown cut short would
+        leave namespaces and processes behind, and one that swallowed the
+        signal would let the sweep go on (seen: a Ctrl-C between two runs
+        was lost)."""
+        with deferred():
             # Reset while the processes still hold their connections, before
             # SIGTERM closes them (transport.reset_connections says why). With
             # none running (a run's driver stops its own) there is nothing
@@ -102,8 +105,6 @@ class Network:
             self.abort_connections()
             self.fabric.stop()
             self.coupled_cc.stop()      # after the namespaces that use the algorithms
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
     def abort_connections(self) -> dict[str, list[str]]:
         """Reset every TCP socket left in the hosts (`ss -K`), and check that
