@@ -12,7 +12,7 @@ drawn without the harness's dependencies.
     <results>/topologies/<topology>/permutation/flows<N>/     E9
     <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
     <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
-    <results>/scheduling<k>/<scheme>[-<interval>s]/           first fit against MPTCP (Fig. 13)
+    <results>/scheduling<k>[-x<F>]/<scheme>[-<interval>s]/     first fit against MPTCP (Fig. 13)
     <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
     <results>/manytoone/bcube<n>-<k>/<scheme>/reads/          BCube many-to-one
     <results>/provisioned-<fabric>[-order<paths>]/<scheme>/   provisioned paths (E10)
@@ -79,8 +79,8 @@ def manytoone_run(results: Path, n: int, k: int, scheme: str) -> Path:
     return results / "manytoone" / f"bcube{n}-{k}" / scheme / "reads"
 
 
-def scheduling_run(results: Path, k: int, label: str) -> Path:
-    return results / f"scheduling{k}" / label
+def scheduling_run(results: Path, k: int, label: str, dilation: float = 1.0) -> Path:
+    return results / (f"scheduling{k}" + ("" if dilation == 1 else f"-x{dilation:g}")) / label
 
 
 def model_run(results: Path) -> Path:

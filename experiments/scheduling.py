@@ -30,6 +30,7 @@ import statistics
 import time
 from pathlib import Path
 
+from base import records
 from dctopo import FatTree
 from emulator.network import Network
 from emulator.traffic.transfers import STOPPED, Transfer, TransferOutcome
@@ -74,9 +75,9 @@ class SchedulingExperiment(Experiment):
         cfg = self.cfg
         name = (f"firstfit-{interval_s:g}s" if interval_s is not None
                 else "hash" if cfg.fabric == SCHEDULING_FABRIC else cfg.fabric)
-        options = {} if interval_s is None else {"schedule_interval_s": interval_s}
+        options = {} if interval_s is None else {"schedule_interval_s": cfg.schedule_interval_s(interval_s)}
         return Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
-                       log_dir=cfg.results / f"scheduling{cfg.k}" / "fabric" / name,
+                       log_dir=records.scheduling_run(cfg.results, cfg.k, "fabric", cfg.dilation) / name,
                        fabric_options=options)
 
     def prepare(self, net: Network) -> None:
@@ -87,16 +88,20 @@ class SchedulingExperiment(Experiment):
     def introduce(self) -> str:
         return (f"closed-loop flows, {self.sizes.describe()} (VL2-like, flows of "
                 f"{self.cfg.min_flow_bytes / 1e6:g} MB and more at 1 Gb/s, scaled by "
-                f"{self.cfg.size_scale:g})")
+                f"{self.cfg.size_scale:g})" + ("" if self.cfg.dilation == 1 else
+                f"; time dilated {self.cfg.dilation:g} times: flows {self.cfg.dilation:g} times longer, "
+                f"first fit {self.cfg.dilation:g} times less often"))
 
     def describe(self, p: SchedulingPoint) -> str:
         cfg = self.cfg
         on = "" if p.fabric == SCHEDULING_FABRIC else f" on {p.fabric}"
-        return (f"scheduling{cfg.k} {scheme_label(p.scheme, p.interval_s, cfg.subflows)}{on}, "
+        every = ("" if p.interval_s is None or cfg.dilation == 1
+                 else f" (run every {cfg.schedule_interval_s(p.interval_s):g} s)")
+        return (f"scheduling{cfg.k} {scheme_label(p.scheme, p.interval_s, cfg.subflows)}{every}{on}, "
                 f"{cfg.time_s:g} s after {cfg.warmup:g} s warm-up")
 
     def run_dir(self, p: SchedulingPoint) -> Path:
-        return p.run_dir(self.cfg.results, self.cfg.k)
+        return p.run_dir(self.cfg.results, self.cfg.k, self.cfg.dilation)
 
     def run_point(self, net: Network, p: SchedulingPoint, folder: Path) -> dict:
         cfg = self.cfg
@@ -123,7 +128,7 @@ class SchedulingExperiment(Experiment):
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, pairs, outcomes, subflows, cpu, net.transfers.received_samples)
         if p.interval_s is not None:
-            record["first_fit"] = first_fit_record(net.fabric, p.interval_s,
+            record["first_fit"] = first_fit_record(net.fabric, cfg.schedule_interval_s(p.interval_s),
                                                    started_at + cfg.warmup, started_at + stop_s)
         return record
 
@@ -178,6 +183,11 @@ class SchedulingExperiment(Experiment):
         return {
             "config": {
                 "k": cfg.k, "scheme": p.scheme, "interval_s": p.interval_s, "label": p.label,
+                # the paper's interval above; how often first fit ran, and by how much
+                # the experiment's time was stretched (flows and intervals alike)
+                "schedule_interval_s": (None if p.interval_s is None
+                                        else cfg.schedule_interval_s(p.interval_s)),
+                "dilation": cfg.dilation,
                 "subflows": subflows, "cc": cfg.cc, "bw_mbps": cfg.link.bw_mbps,
                 "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,
                 "seed": cfg.seed, "fabric": cfg.fabric, "workload": "permutation, closed loop",

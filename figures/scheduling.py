@@ -72,7 +72,15 @@ def _subtitle(runs: list[Run]) -> str:
     sizes = flowsizes.from_record(c["flow_sizes"]).describe().replace("files", "flows")
     return (f"FatTree({c['k']}), {r['hosts']} hosts in a permutation, each sending one flow at a time "
             f"(closed loop), {sizes}; {c['bw_mbps']:g} Mb/s links, {c['queue_pkts']}-packet queues, "
-            f"{REACTIVE} unless a bar names another fabric; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up")
+            f"{REACTIVE} unless a bar names another fabric; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up"
+            + _dilated(c))
+
+
+def _dilated(config: dict) -> str:
+    """What a dilated sweep changed (records before --dilation have none: 1)."""
+    f = config.get("dilation", 1)
+    return ("" if f == 1 else f"; time dilated {f:g} times: flows {f:g} times longer, first fit run "
+            f"every {f:g} times the interval named (the paper's intervals against the flows' lifetimes)")
 
 
 def draw(runs: list[Run], out: Path) -> Drawn:

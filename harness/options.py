@@ -21,6 +21,7 @@ from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SW
                                 SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
                                 default_fabric)
 from experiments.config.oversub import OVERSUB_KS, arity_words
+from experiments.config.scheduling import MAX_DILATION
 from experiments.config.shortflows import FILE_BYTES
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
                                     add_driver_option, add_fabric_option, add_link_options, add_long_flow_options,
@@ -370,13 +371,17 @@ def scheduling_parser() -> argparse.ArgumentParser:
     p.add_argument("--intervals", default=",".join(f"{t:g}" for t in d.intervals_s),
                    help="first fit's intervals in seconds, comma list (the paper's %(default)s)")
     p.add_argument("--subflows", type=int, default=d.subflows, help="MPTCP's subflows (%(default)s)")
+    p.add_argument("--dilation", type=float, default=d.dilation,
+                   help="stretch time F times: flows F times longer and first fit F times less "
+                        "often, so a flow lives F times more round trips (1..%g; %%(default)g)"
+                        % MAX_DILATION)
     add_long_flow_options(p, d, driver=False)   # its flows are the transfer driver's
     return p
 
 
 scheduling_config_from_args = long_flow_command(scheduling_parser, SchedulingConfig, lambda a: dict(
     k=a.k, schemes=name_list(a.schemes), intervals_s=number_list(a.intervals, "--intervals"),
-    subflows=a.subflows))
+    subflows=a.subflows, dilation=a.dilation))
 
 
 def kernel_schemes(given: str | None, choices: tuple[str, ...]) -> tuple[tuple[str, ...], str]:

@@ -124,6 +124,7 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["scheduling", "--fabric", "l3"], "runs on openflow-reactive"),
     (["scheduling", "--intervals", "0.01,1"], "every 0.05..60 s"),
     (["scheduling", "--schemes", ""], "at least one"),
+    (["scheduling", "--dilation", "20"], "5: first fit runs every 0.05..60 s (times --dilation 20)"),
 ])
 def test_the_script_refuses_them_too(argv, words, tmp_path):
     done = subprocess.run([SCRIPT, *argv], capture_output=True, text=True, timeout=60, cwd=tmp_path)

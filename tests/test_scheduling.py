@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
+
+import pytest
 
 from base.flowsizes import EmpiricalSizes
 from experiments.config import ConfigError, LinkParams, SchedulingConfig
@@ -65,6 +68,30 @@ def test_points_share_a_network_for_tcp_and_mptcp_and_one_per_interval():
             assert words in str(exc)
         else:
             raise AssertionError(f"{bad} was accepted")
+
+
+def test_dilation_stretches_the_flows_and_the_intervals_alike(tmp_path):
+    """--dilation 10: every flow ten times the size (so ten times as long at
+    the same rate), first fit ten times less often, and the runs in a
+    folder of their own."""
+    plain = SchedulingConfig(link=LinkParams(bw_mbps=1), results=tmp_path)
+    dilated = SchedulingConfig(link=LinkParams(bw_mbps=1), results=tmp_path, dilation=10)
+    dilated.validate()
+    assert [s * 10 for s, _ in plain.sizes().points] == [s for s, _ in dilated.sizes().points]
+    assert dilated.sizes().mean_bytes == pytest.approx(10 * plain.sizes().mean_bytes, rel=1e-3)
+    assert [dilated.schedule_interval_s(t) for t in dilated.intervals_s] == [50, 10, 5, 1]
+    last = dilated.points()[-1]
+    assert last.run_dir(tmp_path, 4, dilated.dilation) == tmp_path / "scheduling4-x10" / "firstfit-0.1s"
+    assert last.run_dir(tmp_path, 4) == tmp_path / "scheduling4" / "firstfit-0.1s"
+    for bad, words in ((SchedulingConfig(dilation=0.5), "--dilation 0.5: give 1..100"),
+                       (SchedulingConfig(dilation=float("nan")), "--dilation nan"),
+                       (SchedulingConfig(dilation=20), "--intervals 5: first fit runs every")):
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            bad.validate()
+    # no first fit, no interval to stretch; but the flows' sizes are checked
+    SchedulingConfig(dilation=20, schemes=("tcp", "mptcp"), link=LinkParams(bw_mbps=1)).validate()
+    with pytest.raises(ConfigError, match="--bw 10 --dilation 20: flows would reach 200000000 bytes"):
+        SchedulingConfig(dilation=20, schemes=("tcp", "mptcp")).validate()
 
 
 def test_the_chains_cover_the_run_at_the_links_full_rate():
@@ -143,3 +170,15 @@ def test_figure_from_records(tmp_path):
     assert drawing.others["scheduling4"].mentions("cpu_saturated")
     report = (tmp_path / "report.md").read_text()
     assert "| first fit 0.1 s | 60.0 |" in report and "| MPTCP-8 ! | 70.0 |" in report
+    # A dilated sweep's records are a figure of their own that says what was stretched.
+    (tmp_path / "scheduling4").rename(tmp_path / "scheduling4-x10")
+    for label in ("tcp", "mptcp", "firstfit-0.1s", "firstfit-5s"):
+        path = tmp_path / "scheduling4-x10" / label / "run.json"
+        record = json.loads(path.read_text())
+        record["config"]["dilation"] = 10
+        path.write_text(json.dumps(record))
+    write("tcp", "tcp", None, 48.0)
+    drawing = plot.draw_all(tmp_path)
+    assert list(drawing.others["scheduling4"].data) == ["tcp"]
+    assert drawing.others["scheduling4-x10"].mentions("time dilated 10 times")
+    assert not drawing.others["scheduling4"].mentions("dilated")

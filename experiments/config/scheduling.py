@@ -34,6 +34,14 @@ MIN_FLOW_BYTES = 1_000_000
 # A sweep's first-fit networks each need the controller started with its
 # interval; the counted window needs several of the longest intervals.
 SCHEDULING_MIN_TIME_S = 10.0
+# --dilation stretches the experiment's time: flows F times longer and first
+# fit F times less often. What stays: how often the scheduler runs against
+# how long a flow lives (the paper's point in Fig. 13). What changes: a flow
+# lives F times more round trips. At 1 Mb/s a 1 Gb/s flow of a second lives
+# a handful of this emulation's round trips (100-packet queues hold 1.2 s),
+# mostly in slow start, where MPTCP's joins have not yet helped; at 1 Gb/s
+# it lives thousands (README, "First fit against MPTCP").
+MAX_DILATION = 100.0
 
 
 def vl2_sizes() -> EmpiricalSizes:
@@ -56,8 +64,10 @@ class SchedulingPoint:
             return f"firstfit-{self.interval_s:g}s"
         return self.scheme + ("" if self.fabric == SCHEDULING_FABRIC else f"-{self.fabric}")
 
-    def run_dir(self, results: Path, k: int) -> Path:
-        return records.scheduling_run(results, k, self.label)
+    def run_dir(self, results: Path, k: int, dilation: float = 1.0) -> Path:
+        """Dilated runs go to scheduling<k>-x<F>/: a figure of their own,
+        never mixed with runs at the paper's time."""
+        return records.scheduling_run(results, k, self.label, dilation)
 
 
 @dataclass(frozen=True)
@@ -73,11 +83,16 @@ class SchedulingConfig(LongFlowSettings):
     min_flow_bytes: int = MIN_FLOW_BYTES
     time_s: float = 60.0
     fabric: str = SCHEDULING_FABRIC
+    dilation: float = 1.0
     link: LinkParams = field(default_factory=LinkParams)
 
     @property
     def size_scale(self) -> float:
-        return self.link.bw_mbps / DATACENTRE_MBPS
+        return self.link.bw_mbps / DATACENTRE_MBPS * self.dilation
+
+    def schedule_interval_s(self, interval_s: float) -> float:
+        """How often the controller runs first fit for the paper's `interval_s`."""
+        return interval_s * self.dilation
 
     def sizes(self) -> EmpiricalSizes:
         """The closed loop's flow sizes at this link rate."""
@@ -87,13 +102,16 @@ class SchedulingConfig(LongFlowSettings):
         if self.k not in (4, 6, 8):
             raise ConfigError(f"--k {self.k}: the scheduling experiment runs FatTree(4), (6) or (8)")
         check_choices("--schemes", "scheme", self.schemes, SCHEDULING_SCHEMES)
+        if not 1.0 <= self.dilation <= MAX_DILATION:
+            raise ConfigError(f"--dilation {self.dilation:g}: give 1..{MAX_DILATION:g}")
         if "firstfit" in self.schemes:
             if not self.intervals_s:
                 raise ConfigError("--intervals: give at least one first fit interval")
             for t in self.intervals_s:
-                if not MIN_SCHEDULE_S <= t <= MAX_SCHEDULE_S:
+                if not MIN_SCHEDULE_S <= self.schedule_interval_s(t) <= MAX_SCHEDULE_S:
+                    times = "" if self.dilation == 1 else f" (times --dilation {self.dilation:g})"
                     raise ConfigError(f"--intervals {t:g}: first fit runs every "
-                                      f"{MIN_SCHEDULE_S:g}..{MAX_SCHEDULE_S:g} s")
+                                      f"{MIN_SCHEDULE_S:g}..{MAX_SCHEDULE_S:g} s{times}")
         if not 2 <= self.subflows <= MAX_SUBFLOWS:
             raise ConfigError(f"--subflows {self.subflows}: MPTCP needs 2..{MAX_SUBFLOWS}")
         if "firstfit" in self.schemes and self.fabric != SCHEDULING_FABRIC:
@@ -105,7 +123,8 @@ class SchedulingConfig(LongFlowSettings):
                               f"{SCHEDULING_MIN_TIME_S:g} s")
         largest = self.sizes().points[-1][0]
         if largest > MAX_FILE_BYTES:
-            raise ConfigError(f"--bw {self.link.bw_mbps:g}: flows would reach {largest} bytes; "
+            dilated = "" if self.dilation == 1 else f" --dilation {self.dilation:g}"
+            raise ConfigError(f"--bw {self.link.bw_mbps:g}{dilated}: flows would reach {largest} bytes; "
                               f"at most {MAX_FILE_BYTES}")
 
     def points(self) -> list[SchedulingPoint]:
