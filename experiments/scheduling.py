@@ -33,7 +33,7 @@ from pathlib import Path
 from base import records
 from dctopo import FatTree
 from emulator.network import Network
-from emulator.traffic.transfers import STOPPED, Transfer, TransferOutcome
+from emulator.traffic.transfers import STOPPED, TRANSFER_TIMEOUT_S, Transfer, TransferOutcome
 from experiments.config.scheduling import SCHEDULING_FABRIC, SchedulingConfig, SchedulingPoint
 from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record
 from experiments.runner import Experiment
@@ -121,7 +121,11 @@ class SchedulingExperiment(Experiment):
         started_at = time.time()
         cpu.start()
         try:
+            # A closed loop's flow may rightly last the whole run (a large one
+            # on a crowded path, or any of --dilation's longer flows): the
+            # stop ends it, not the driver's timeout for a hung transfer.
             outcomes = net.transfers.run(transfers, subflows > 1, folder / "transfers",
+                                         timeout_s=max(TRANSFER_TIMEOUT_S, stop_s),
                                          stop_s=stop_s, sample_s=SAMPLE_S)
         finally:
             cpu.stop()
