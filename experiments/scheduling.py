@@ -33,9 +33,10 @@ from pathlib import Path
 from base import records
 from dctopo import FatTree
 from emulator.network import Network
+from kernel import transport
 from emulator.traffic.transfers import STOPPED, TRANSFER_TIMEOUT_S, Transfer, TransferOutcome
 from experiments.config.scheduling import SCHEDULING_FABRIC, SchedulingConfig, SchedulingPoint
-from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record
+from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record, kernel_counters
 from experiments.runner import Experiment
 from monitor import CpuMonitor
 from workloads import derangement
@@ -118,6 +119,7 @@ class SchedulingExperiment(Experiment):
                               (net.fabric.host_ip(f.dst), SERVER_PORT), subflows)
         cpu = CpuMonitor(interval_s=1.0)
         stop_s = cfg.warmup + cfg.time_s
+        counters = kernel_counters(net.fabric)
         started_at = time.time()
         cpu.start()
         try:
@@ -131,6 +133,8 @@ class SchedulingExperiment(Experiment):
             cpu.stop()
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, pairs, outcomes, subflows, cpu, net.transfers.received_samples)
+        # the run's MPTCP MIB counts over every host, e.g. why a connection fell back
+        record["kernel_counters"] = transport.counter_delta(counters, kernel_counters(net.fabric))
         if p.interval_s is not None:
             record["first_fit"] = first_fit_record(net.fabric, cfg.schedule_interval_s(p.interval_s),
                                                    started_at + cfg.warmup, started_at + stop_s)
@@ -176,8 +180,9 @@ class SchedulingExperiment(Experiment):
             flags.append("no_transfer_completed")
         if counted <= 0:
             flags.append("zero_goodput")
-        short_of_joins = [o for o in completed if subflows > 1 and o.completion_s >= JOINS_SETTLED_S
-                          and (o.subflows or 0) < subflows]
+        fell_back, short_of_joins = subflow_shortfalls(completed, subflows)
+        if fell_back:
+            flags.append("mptcp_fallback")
         if short_of_joins:
             flags.append("subflows_missing")
         if cpu.saturated():
@@ -215,6 +220,7 @@ class SchedulingExperiment(Experiment):
                                         if completed else None),
                 "subflows_at_answer": _counts(o.subflows for o in completed),
                 "short_of_joins": len(short_of_joins),
+                "fell_back_to_tcp": len(fell_back),
             },
             "driver_cpu_s": net.transfers.cpu_s,
             "cpu_mean_pct": cpu.mean_pct(),
@@ -227,6 +233,19 @@ class SchedulingExperiment(Experiment):
         moved = f", first fit moved {first_fit['moves']} in {first_fit['rounds']} rounds" if first_fit else ""
         return (f"{record['pct_of_optimal']:.1f} % of optimal ({record['goodput_mbps']:.1f} Mb/s); "
                 f"{fl['completed']} flows completed{moved}; cpu {record['cpu_mean_pct']} %")
+
+
+def subflow_shortfalls(completed: list[TransferOutcome], subflows: int
+                       ) -> tuple[list[TransferOutcome], list[TransferOutcome]]:
+    """(fell back, short of joins) among an MPTCP run's completed flows. 0
+    subflows: the kernel gave no MPTCP_INFO, the connection fell back to TCP
+    (transfergen). Fewer than asked, in a flow that lasted JOINS_SETTLED_S:
+    a join that did not happen. A TCP run (subflows 1) has neither."""
+    if subflows <= 1:
+        return [], []
+    fell_back = [o for o in completed if o.subflows == 0]
+    short = [o for o in completed if o.completion_s >= JOINS_SETTLED_S and 0 < (o.subflows or 0) < subflows]
+    return fell_back, short
 
 
 def bytes_at(samples: list[tuple[float, int]], t: float) -> float:

@@ -94,6 +94,20 @@ def test_dilation_stretches_the_flows_and_the_intervals_alike(tmp_path):
         SchedulingConfig(dilation=20, schemes=("tcp", "mptcp")).validate()
 
 
+def test_a_fallback_to_tcp_is_told_from_a_missing_join():
+    from emulator.traffic.transfers import Transfer, TransferOutcome
+    from experiments.scheduling import subflow_shortfalls
+
+    def done(index, seconds, subflows):
+        t = Transfer(index, "h1", "h2", "10.0.0.1", "10.0.0.2", 0, 7000, 0.0, 1000)
+        return TransferOutcome(t, 0.0, 0.1, 0.2, seconds, seconds, 1000, subflows, None)
+    flows = [done(0, 5.0, 8), done(1, 5.0, 0), done(2, 5.0, 3), done(3, 0.5, 3), done(4, 0.5, 0)]
+    fell_back, short = subflow_shortfalls(flows, 8)
+    assert [o.transfer.index for o in fell_back] == [1, 4]     # however short the flow
+    assert [o.transfer.index for o in short] == [2]            # a short flow may still be joining
+    assert subflow_shortfalls(flows, 1) == ([], [])
+
+
 def test_the_chains_cover_the_run_at_the_links_full_rate():
     """Every sender's loop, at the link's payload rate, lasts beyond the run,
     so a sender never runs out of flows before the end."""
