@@ -19,9 +19,12 @@ one network without the scheduler; each first fit interval gets a network
 whose controller runs at that interval. TCP and MPTCP alone may run on
 another fabric (--fabric l3: the kernel's ECMP), labelled with it.
 
-Results: results/scheduling<k>/<tcp|mptcp|firstfit-<T>s>[-<fabric>]/run.json, with
-cpu.csv and the transfer driver's log; the fabric's logs (the controller's
-schedule.jsonl among them) in results/scheduling<k>/fabric/<network>/.
+--dilation F stretches the experiment's time: flows F times larger, first
+fit F times less often (experiments/config/scheduling.py says why).
+
+Results: results/scheduling<k>[-x<F>]/<tcp|mptcp|firstfit-<T>s>[-<fabric>]/run.json,
+with cpu.csv and the transfer driver's log; the fabric's logs (the
+controller's schedule.jsonl among them) in results/scheduling<k>[-x<F>]/fabric/<network>/.
 """
 from __future__ import annotations
 
@@ -33,11 +36,11 @@ from pathlib import Path
 from base import records
 from dctopo import FatTree
 from emulator.network import Network
-from kernel import transport
 from emulator.traffic.transfers import STOPPED, TRANSFER_TIMEOUT_S, Transfer, TransferOutcome
 from experiments.config.scheduling import SCHEDULING_FABRIC, SchedulingConfig, SchedulingPoint
 from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record, kernel_counters
 from experiments.runner import Experiment
+from kernel import transport
 from monitor import CpuMonitor
 from workloads import derangement
 
