@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The fluid model's gain (fluid_model.py) on the 4:1 oversubscribed
+"""The fluid model's gain (dctopo/dctopo/fluid_model.py) on the 4:1 oversubscribed
 FatTree, against load and locality, for the networks E8 can run and the
 paper's: pooled multipath over TCP on ECMP, both max-min fair. No network,
 no root: arithmetic over the same matrices E8 draws (workloads.make_rack_matrix).
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from dctopo import FatTree  # noqa: E402
-from fluid_model import EcmpModel  # noqa: E402
-from workloads import make_rack_matrix  # noqa: E402
+from dctopo.fluid_model import EcmpModel  # noqa: E402
+from dctopo.workloads import make_rack_matrix  # noqa: E402
 
 
 def floats(text: str) -> list[float]:

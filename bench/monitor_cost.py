@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from experiments.config import LinkParams, SweepConfig  # noqa: E402
 from experiments.fattree import Sweep  # noqa: E402
 from monitor import CpuMonitor, Monitors, PortMonitor  # noqa: E402
-from workloads import make_matrix  # noqa: E402
+from dctopo.workloads import make_matrix  # noqa: E402
 
 K, WORKLOAD, SUBFLOWS = 4, "one_to_one", 8
 IDLE_S = 10

@@ -43,7 +43,7 @@ from emulator.traffic.iperf_driver import IperfDriver  # noqa: E402
 from experiments import capacity  # noqa: E402
 from experiments.config import LinkParams  # noqa: E402
 from monitor import CpuTimes, read_proc_stat  # noqa: E402
-from workloads import Flow  # noqa: E402
+from dctopo.workloads import Flow  # noqa: E402
 
 FRAME_GBIT = 1514 * 8 / 1e9
 US_PER_CORE_S_PER_GBIT_HOP = FRAME_GBIT * 1e6     # 12.1

@@ -31,7 +31,7 @@ from dctopo import WiFi3G  # noqa: E402
 from emulator.network import Network  # noqa: E402
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE  # noqa: E402
 from emulator.traffic.transfers import Transfer  # noqa: E402
-from workloads import poisson_starts  # noqa: E402
+from dctopo.workloads import poisson_starts  # noqa: E402
 
 SHORT_BYTES = 70_000
 BULK_BYTES = 10_000_000

@@ -260,7 +260,7 @@ def judge(cfg: SweepConfig, cal: Calibration, budget_pct: float = CPU_BUDGET_PCT
                    for cost, basis in [cost_for(cal, cfg.k, w, bw)])
 
     from dctopo import FatTree
-    from workloads import make_matrix
+    from dctopo.workloads import make_matrix
 
     topo = FatTree(k=cfg.k)
     hosts = sorted(topo.hosts())
@@ -426,7 +426,7 @@ def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> 
     Gbit-hops its matrix demanded and over those its flows delivered; None
     where it carried nothing. A run flagged `cpu_saturated` gives floors
     (Observation.saturated), a calibration's repeat as much as a sweep's run."""
-    from workloads import make_matrix
+    from dctopo.workloads import make_matrix
     delivered = sum(f["goodput_mbps"] * topo.path_links(f["src"], f["dst"])
                     for f in record["flows"]) / 1000.0
     demanded = demand_gbit_hops(topo, make_matrix(rc.workload, sorted(topo.hosts()), rc.seed),

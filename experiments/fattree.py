@@ -30,7 +30,7 @@ from experiments.startup import PhaseClock, clients_started_late, startup_record
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
 from monitor import CpuMonitor, Monitors
-from workloads import Flow, TrafficMatrix, load_or_make
+from dctopo.workloads import Flow, TrafficMatrix, load_or_make
 
 # The baseline is one TCP flow alone: it is at its steady rate within a
 # second, so a short measurement after a short warm-up is exact enough.

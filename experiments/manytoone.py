@@ -29,7 +29,7 @@ from experiments.config.manytoone import ManyToOnePoint
 from experiments.longflows import PAYLOAD_PER_FRAME
 from experiments.racknet import RackExperiment, RackNetwork
 from kernel import transport
-from workloads import Flow, TrafficMatrix
+from dctopo.workloads import Flow, TrafficMatrix
 
 SCHEME_LABELS = {"tcp": "TCP", "ewtcp": "EWTCP", "lia": "LIA (MPTCP)", "olia": "OLIA",
                  "uncoupled": "UNCOUPLED"}

@@ -1,11 +1,11 @@
 """`run_mptcp.sh model`: the subflow model of paper Fig. 6 computed for the
 configured FatTree sizes, written as one record (results/model/run.json)
-that plot.py draws. No network: the model is arithmetic (subflow_model.py)."""
+that plot.py draws. No network: the model is arithmetic (dctopo/subflow_model.py)."""
 from __future__ import annotations
 
 import time
 
-import subflow_model
+from dctopo import subflow_model
 from base import records
 from experiments.config.model import ModelConfig
 from experiments.runner import iso

@@ -9,7 +9,7 @@ The network is FatTree(k, oversubscription=ratio): ratio * k/2 hosts under
 each edge switch and its k/2 uplinks at the link rate (dctopo.FatTree). It is
 built once; TCP and MPTCP run the same matrix one after the other.
 
-Each point's record also carries what the fluid model (fluid_model.py)
+Each point's record also carries what the fluid model (dctopo/dctopo/fluid_model.py)
 gives its matrix: TCP over ECMP and ideally pooled multipath, max-min fair,
 on this network and, at the paper's ratio, on the paper's 512-host network
 (FatTree(8) 4:1) under a matrix drawn the same way (unless this network is
@@ -28,8 +28,8 @@ from dctopo import FatTree
 from experiments.config import OversubPoint
 from experiments.longflows import PAYLOAD_PER_FRAME
 from experiments.racknet import RackExperiment, RackNetwork
-from fluid_model import EcmpModel
-from workloads import make_rack_matrix
+from dctopo.fluid_model import EcmpModel
+from dctopo.workloads import make_rack_matrix
 
 PAPER_K, PAPER_RATIO = 8, 4     # the paper's 512-host 4:1 FatTree (§4.3.3)
 MODEL_DRAWS = 10                # ECMP path draws the model's TCP rate is a mean over
@@ -57,7 +57,7 @@ class OversubExperiment(RackExperiment):
         if key not in self._models:
             cfg, link = self.cfg, self.cfg.link.bw_mbps * PAYLOAD_PER_FRAME
             here = self._ecmp_model(cfg.k, cfg.ratio).evaluate(pairs, MODEL_DRAWS, cfg.seed)
-            record = {"model": "max-min fair fluid rates (fluid_model.py): TCP on one random ECMP path "
+            record = {"model": "max-min fair fluid rates (dctopo/dctopo/fluid_model.py): TCP on one random ECMP path "
                                "per flow, mean over the draws; pooled: every flow over all its shortest paths",
                       "this_network": here.to_record(link), "paper_network": None}
             said = f"    fluid model: pooled / TCP {here.gain:.2f} on this network"

@@ -19,7 +19,7 @@ from experiments.runner import Experiment
 from experiments.startup import PhaseClock, clients_started_late, startup_record
 from kernel import transport
 from monitor import CpuMonitor
-from workloads import TrafficMatrix, make_rack_matrix
+from dctopo.workloads import TrafficMatrix, make_rack_matrix
 
 
 class RackNetwork(Network):

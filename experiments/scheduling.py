@@ -42,7 +42,7 @@ from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record, kernel_co
 from experiments.runner import Experiment
 from kernel import transport
 from monitor import CpuMonitor
-from workloads import derangement
+from dctopo.workloads import derangement
 
 SERVER_PORT = 7000
 SAMPLE_S = 1.0

@@ -30,7 +30,7 @@ from experiments.longflows import kernel_counters, subflows_ready
 from experiments.racknet import RackExperiment, RackNetwork
 from kernel import transport
 from monitor import CpuMonitor
-from workloads import TrafficMatrix, derangement, poisson_starts
+from dctopo.workloads import TrafficMatrix, derangement, poisson_starts
 
 SCHEME_LABELS = {"tcp": "TCP", "uncoupled": "UNCOUPLED", "ewtcp": "EWTCP", "lia": "LIA (MPTCP)"}
 # Short files' ports: servers below the ephemeral range and above the long

@@ -8,7 +8,7 @@ Reads results/oversub<k>/<sweep>/<matrix>/<scheme>/<value>/run.json. A gain
 whose TCP or MPTCP run is invalid is a red cross, its flags written under
 the figure; the locality figure puts each matrix at the share of rack-local
 flows it really has. Where the records carry the fluid model's rates
-(fluid_model.py, written by experiments/oversub.py), its gain on each
+(dctopo/fluid_model.py, written by experiments/oversub.py), its gain on each
 point's matrix is drawn dashed, and on the paper's 512-host network dotted:
 a reference for the shape, computed, not measured.
 """
@@ -208,7 +208,7 @@ simulated): the gain is largest at 0.25 connections per host and vanishes at
 very light and very heavy load, alike for permutation and random matrices;
 against locality it holds until about 75 % of the flows are rack-local.
 "model here" and "model, 512 hosts" are the fluid model's gains (max-min
-rates, pooled multipath over TCP on ECMP; fluid_model.py) on the same matrix
+rates, pooled multipath over TCP on ECMP; dctopo/fluid_model.py) on the same matrix
 and on the paper's network under a matrix drawn the same way: computed, not
 measured.
 """

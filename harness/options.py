@@ -113,7 +113,7 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
 
 
 def check_size(cfg: SweepConfig) -> None:
-    from workloads import flow_count  # stdlib only
+    from dctopo.workloads import flow_count  # stdlib only
     hosts = cfg.k ** 3 // 4
     for w in cfg.workloads:
         n = flow_count(w, hosts)

@@ -12,7 +12,7 @@ from dctopo import FatTree
 from experiments import capacity
 from experiments.config import LinkParams, SweepConfig
 from tests.conftest import ROOT, needs_root, set_guard_calibration
-from workloads import Flow, TrafficMatrix, make_matrix
+from dctopo.workloads import Flow, TrafficMatrix, make_matrix
 
 
 def calibration(cost=1.0, idle=0.0, cpus=2, fabric="l3"):

@@ -13,7 +13,7 @@ from emulator.fabrics.l3 import L3Fabric
 from experiments.longflows import PAYLOAD_PER_FRAME
 from emulator.traffic.common import FlowEndpoints
 from tests.conftest import ROOT, needs_root
-from workloads import Flow, TrafficMatrix, make_rack_matrix
+from dctopo.workloads import Flow, TrafficMatrix, make_rack_matrix
 
 
 @pytest.mark.parametrize("k,hosts,ports", [(4, 24, 112), (8, 160, 832), (12, 576, 2880)])

@@ -13,7 +13,7 @@ from experiments.fattree import Sweep
 from kernel.transport import (EPHEMERAL_PORTS, STALE_LOSS_COUNT, counter_delta, read_dev_bytes, read_netstat,
                               read_sysctls)
 from tests.conftest import FULL_EMULATION, needs_root, opened_sweep
-from workloads import Flow
+from dctopo.workloads import Flow
 
 pytestmark = needs_root
 

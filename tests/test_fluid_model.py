@@ -1,4 +1,4 @@
-"""The fluid model (fluid_model.py) against allocations worked by hand:
+"""The fluid model (dctopo/dctopo/fluid_model.py) against allocations worked by hand:
 max-min by progressive filling, the paths ECMP can take on a FatTree, and
 TCP's expected collisions against the pooled rate on small matrices."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import random
 import pytest
 
 from dctopo import DHFT, FatTree
-from fluid_model import EcmpModel, max_min_rates
+from dctopo.fluid_model import EcmpModel, max_min_rates
 
 FT4 = EcmpModel(FatTree(k=4), link_mbps=10.0)
 

@@ -15,7 +15,7 @@ from base.procs import ProcessTracker, run
 from emulator.traffic.iperf_driver import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
 from tests.hostpair import TwoHostsOneRouter
-from workloads import Flow
+from dctopo.workloads import Flow
 
 pytestmark = needs_root
 

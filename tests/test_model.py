@@ -1,4 +1,4 @@
-"""The subflow model of paper Fig. 6 (subflow_model.py) against values
+"""The subflow model of paper Fig. 6 (dctopo/subflow_model.py) against values
 worked out by hand from the paper's formulas (§4.3.2), its shape, and the
 `model` command end to end (no network: it needs no root)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import subflow_model
+from dctopo import subflow_model
 from harness import cli
 
 # Worked by hand, with n0 = k^3/4, n1 = k^2/4, n2 = k/2:

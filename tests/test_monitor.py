@@ -348,7 +348,7 @@ def slow_port(fabric, mbit: float) -> None:
 
 def saturate(fabric, procs, logdir, seconds, monitors):
     from emulator.traffic.iperf_driver import IperfDriver
-    from workloads import Flow
+    from dctopo.workloads import Flow
     driver = IperfDriver(fabric, procs)
     try:
         [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=seconds,
@@ -476,7 +476,7 @@ def test_rtt_samples_come_from_the_watched_connections_subflows_only(pair, tmp_p
     unwatched one with 3; each has an iperf3 control connection to its own
     server port as well."""
     from emulator.traffic.iperf_driver import IperfDriver
-    from workloads import Flow
+    from dctopo.workloads import Flow
     fabric, procs, pm = pair
     driver = IperfDriver(fabric, procs)
     watched, other = driver.endpoints([Flow("h0", "h1"), Flow("h0", "h1")])

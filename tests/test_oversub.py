@@ -13,7 +13,7 @@ from dctopo import FatTree
 from experiments.config import LinkParams, OversubConfig
 from experiments.racknet import RackNetwork
 from tests.conftest import ROOT, needs_root
-from workloads import Flow, TrafficMatrix, make_rack_matrix
+from dctopo.workloads import Flow, TrafficMatrix, make_rack_matrix
 
 TOPO = FatTree(k=4, oversubscription=4)
 

@@ -8,7 +8,7 @@ from emulator.network import Network
 from experiments.runner import Experiment, Runner
 from tests.conftest import needs_root
 from tests.hostpair import TwoHostsOneRouter
-from workloads import Flow
+from dctopo.workloads import Flow
 
 
 class OneFlow(Experiment):

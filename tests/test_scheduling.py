@@ -120,7 +120,7 @@ def test_the_chains_cover_the_run_at_the_links_full_rate():
     class Net:
         fabric = Fabric()
 
-    from workloads import Flow
+    from dctopo.workloads import Flow
     cfg = SchedulingConfig(link=LinkParams(bw_mbps=2), time_s=30, warmup_s=5)
     pairs = [Flow(f"h{i}", f"h{(i + 1) % 4}") for i in range(4)]
     transfers = SchedulingExperiment(cfg, say=lambda _: None).closed_loops(Net(), pairs)

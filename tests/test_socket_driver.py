@@ -15,7 +15,7 @@ from emulator.traffic.socket_driver import JsonLinesChild, outcomes
 from experiments.longflows import client_connections, flow_key, subflows_ready
 from emulator.traffic.common import FlowEndpoints
 from tests.conftest import needs_root, opened_sweep
-from workloads import Flow
+from dctopo.workloads import Flow
 
 MB = 125_000   # bytes in one second at 1 Mb/s
 

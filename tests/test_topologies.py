@@ -11,7 +11,7 @@ from experiments.config import LinkParams, TopologiesConfig
 from experiments.racknet import RackNetwork
 from experiments.topologies import build
 from tests.conftest import ROOT, needs_root
-from workloads import Flow, TrafficMatrix
+from dctopo.workloads import Flow, TrafficMatrix
 
 LINK_PAYLOAD = 10 * 1448 / 1514
 

@@ -4,7 +4,7 @@ from collections import Counter
 import pytest
 
 from dctopo import FatTree
-from workloads import CLIENTS_PER_SERVER, load_or_make, make_matrix
+from dctopo.workloads import CLIENTS_PER_SERVER, load_or_make, make_matrix
 
 HOSTS = FatTree(k=4).hosts()
 
@@ -54,7 +54,7 @@ def test_poisson_starts_have_the_configured_mean_and_exponential_gaps():
     the same mean would have none)."""
     import random
     import statistics
-    from workloads import poisson_starts
+    from dctopo.workloads import poisson_starts
     rate, duration = 5.0, 20000.0
     starts = poisson_starts(rate, duration, random.Random(7))
     expected = rate * duration

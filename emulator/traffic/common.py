@@ -18,7 +18,7 @@ from base.procs import ProcessTracker
 from emulator.fabrics.common import Fabric, wait_until
 from kernel import transport
 from kernel.transport import listening_ports
-from workloads import Flow
+from dctopo.workloads import Flow
 
 SERVER_PORT_BASE = 5201
 CLIENT_PORT_BASE = 40000      # above kernel/transport.py's ephemeral range

@@ -68,7 +68,7 @@ class DhftConfig(LongFlowSettings):
                 for i in range(self.rack_size)}
 
     def validate(self) -> None:
-        from workloads import make_rack_matrix   # stdlib only
+        from dctopo.workloads import make_rack_matrix   # stdlib only
         if self.k < 4 or self.k % 4 or self.k > 8:
             raise ConfigError(f"--k {self.k}: DHFT needs k divisible by 4, 4 or 8")
         if not 2 <= self.rack_size <= 16:
