@@ -13,9 +13,9 @@ on any interface ("unshaped"), then with the harness's own shaping (HTB rate
 The highest rate should be one the chain never reaches, so HTB is there but
 never throttles; below it HTB throttles.
 
-Part 2: the capacity calibration's own measurement (experiments/capacity.py
-calibrate(), not cached), FatTree(4) one_to_one, MPTCP with 8 subflows at
-10 Mb/s.
+Part 2: the capacity calibration's own measurement
+(experiments/capacity/measurement.py calibrate(), not cached), FatTree(4)
+one_to_one, MPTCP with 8 subflows at 10 Mb/s.
 
 Unit, as the capacity guard counts: the machine's CPU above idle (core
 seconds, /proc/stat, steal excluded) over the goodput delivered times the

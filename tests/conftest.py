@@ -205,7 +205,7 @@ def set_guard_calibration(monkeypatch, cache: Path, cost: float, set_by: str,
     in the run_mptcp.sh it starts, instead of measuring one: for tests whose
     subject is not the guard's measurement (tests/test_capacity.py's)."""
     from experiments import capacity
-    monkeypatch.setattr(capacity, "CACHE_DIR", cache)
+    monkeypatch.setattr(capacity.cache, "CACHE_DIR", cache)
     capacity.save(capacity.Calibration(fabric=fabric, machine=capacity.machine(),
                                        core_s_per_gbit_hop=cost, idle_pct=0.0,
                                        measured={"set_by": set_by}))

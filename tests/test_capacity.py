@@ -61,7 +61,7 @@ def test_prediction_scales_with_rate_and_cores():
 
 
 def test_calibration_cache_holds_only_for_the_same_machine_and_fabric(tmp_path, monkeypatch):
-    monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(capacity.cache, "CACHE_DIR", tmp_path)
     cal = calibration(cpus=capacity.machine()["cpus"])
     capacity.save(cal)
     assert capacity.load("l3") == cal
@@ -110,7 +110,7 @@ def observation(per_delivered, per_demanded=None, k=4, workload="one_to_one", bw
 def test_a_cached_calibration_learns_from_runs(tmp_path, monkeypatch):
     """A pessimistic cached cost gives way to what runs measure: the median
     of the observations, so one more bad one does not undo it."""
-    monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(capacity.cache, "CACHE_DIR", tmp_path)
     capacity.save(dataclasses.replace(calibration(cost=1.82, cpus=capacity.machine()["cpus"]),
                                       observations=(observation(1.82).as_dict(),)))
     capacity.learn("l3", [observation(1.38), observation(1.40)], say=lambda _: None)
@@ -118,12 +118,12 @@ def test_a_cached_calibration_learns_from_runs(tmp_path, monkeypatch):
     capacity.learn("l3", [observation(1.39), observation(2.5)], say=lambda _: None)
     assert capacity.load("l3").core_s_per_gbit_hop == pytest.approx(1.40)
     capacity.learn("l3", [observation(1.0)] * 20, say=lambda _: None)
-    assert len(capacity.load("l3").observations) == capacity.OBSERVATIONS_KEPT
+    assert len(capacity.load("l3").observations) == capacity.cache.OBSERVATIONS_KEPT
     # Each configuration keeps its own; a rate below the calibration's does
     # not move the cost used where nothing has been run.
     capacity.learn("l3", [observation(3.0, k=8, bw=1.5)] * 3, say=lambda _: None)
     cal = capacity.load("l3")
-    assert len(cal.observations) == capacity.OBSERVATIONS_KEPT + 3
+    assert len(cal.observations) == capacity.cache.OBSERVATIONS_KEPT + 3
     assert cal.core_s_per_gbit_hop == pytest.approx(1.0)
     assert cal.measured_cost(8, "one_to_one", 1.5) == (pytest.approx(2.25), 3)
     # A saturated run at the calibration's rate is a floor, not a measurement
@@ -163,8 +163,8 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
     """One busy loop per core while the calibration runs: it is taken as
     under load, serves only the caller, and is not cached; the next one, on a
     quiet machine, is cached and accepts FatTree(4) at the defaults."""
-    monkeypatch.setattr(capacity, "CACHE_DIR", tmp_path)
-    monkeypatch.setattr(capacity, "QUIET_WAIT_S", 2.0)
+    monkeypatch.setattr(capacity.cache, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(capacity.measurement, "QUIET_WAIT_S", 2.0)
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
              for _ in range(os.cpu_count() or 1)]
     try:
@@ -173,9 +173,9 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
         # 118 s of the suite's 20 minutes in CI with three); under the loops
         # no CPU above idle is left to measure however long it runs.
         with monkeypatch.context() as one_repeat:
-            one_repeat.setattr(capacity, "CALIBRATION_REPEATS", 1)
-            one_repeat.setattr(capacity, "CALIBRATION_TIME_S", 2.0)
-            one_repeat.setattr(capacity, "CALIBRATION_WARMUP_S", 1.0)
+            one_repeat.setattr(capacity.measurement, "CALIBRATION_REPEATS", 1)
+            one_repeat.setattr(capacity.measurement, "CALIBRATION_TIME_S", 2.0)
+            one_repeat.setattr(capacity.measurement, "CALIBRATION_WARMUP_S", 1.0)
             loaded = capacity.calibration_for("l3", say=lambda _: None)
     finally:
         for p in loops:
@@ -191,9 +191,9 @@ def test_a_calibration_under_load_is_not_cached(tmp_path, monkeypatch, no_leftov
     # checked is the verdict on the machine's load, which each repeat's
     # idle and steal readings decide, not the cost's precision.
     with monkeypatch.context() as shorter:
-        shorter.setattr(capacity, "CALIBRATION_REPEATS", 2)
-        shorter.setattr(capacity, "CALIBRATION_TIME_S", 4.0)
-        shorter.setattr(capacity, "CALIBRATION_WARMUP_S", 2.0)
+        shorter.setattr(capacity.measurement, "CALIBRATION_REPEATS", 2)
+        shorter.setattr(capacity.measurement, "CALIBRATION_TIME_S", 4.0)
+        shorter.setattr(capacity.measurement, "CALIBRATION_WARMUP_S", 2.0)
         quiet = capacity.calibration_for("l3", say=lambda _: None)
     for sign_of_load in ("busy", "stolen", "no CPU above idle"):
         assert sign_of_load not in quiet.under_load, quiet
