@@ -3,60 +3,19 @@
 
     plot.py [RESULTS_DIR] [--queue-run N ...]        (default: results)
 
-Reads RESULTS_DIR/<topology>/<workload>/flows<N>/ (run.json and the monitors'
-cpu.csv, ports.csv, rtt.csv; directories whose names start with '.' are
-ignored) and writes into RESULTS_DIR/plots/, for every (topology, workload)
-with at least one readable run:
+Reads the run folders of every experiment of the catalogue (base/catalogue.py;
+`run_mptcp.sh list` names them) below RESULTS_DIR, each with its run.json
+and monitor samples (folders whose names start with '.' are runs still being
+written, and are ignored), and writes into RESULTS_DIR/plots/ each
+experiment's figures, drawn by its figure module; then RESULTS_DIR/report.md:
+every figure, and per FatTree topology and workload a table beside the
+paper's values. Each path written is printed.
 
-  <topology>-<workload>-throughput.png  mean % of optimal per subflow count and
-                                        rank of flows (paper Fig 2, 3)
-  <topology>-<workload>-link-util.png   rank of switch-port utilisation per
-                                        subflow count (2013 Fig 4)
-  <topology>-<workload>-rtt.png         mean ± sd smoothed RTT of the data
-                                        subflows per subflow count (2013 Fig 11)
-  <topology>-<workload>-queue.png       queue backlog over time, smallest and
-                                        largest subflow count or --queue-run
-                                        (2013 Fig 10, 12)
-
-and per workload <workload>-cpu.png (CPU against FatTree size and subflow
-count, 2013 Fig 5); from RESULTS_DIR/wifi3g/<sweep>/<scheme>/<value>/run.json
-(E4) wifi3g-buffer.png, wifi3g-loss.png and wifi3g-rtt.png (goodput of TCP
-over WiFi, TCP over 3G and MPTCP against receive buffer, WiFi loss and WiFi
-RTT; NSDI 2012 Fig 4, CS244 '14); from RESULTS_DIR/dhft<k>/<sweep>/<scheme>/<value>/run.json
-(E7) dhft<k>-locality.png and dhft<k>-load.png (aggregate goodput of TCP and
-MPTCP on the dual-homed FatTree and TCP on the perfect switch against rack
-locality, and relative to the perfect switch against load; paper Fig 15,
-16); from RESULTS_DIR/oversub<k>/<sweep>/<matrix>/<scheme>/<value>/run.json
-(E8) oversub<k>-load.png and oversub<k>-locality.png (MPTCP-4's aggregate
-over TCP's on the 4:1 oversubscribed FatTree against load and locality;
-paper Fig 7, 8); from RESULTS_DIR/topologies/<topology>/permutation/flows<N>/run.json
-(E9) topologies-subflows.png and topologies-rank.png (goodput per flow on
-FatTree, VL2 and BCube against subflows, and ranked; paper Fig 4, 5); from
-RESULTS_DIR/manytoone/bcube<n>-<k>/<scheme>/reads/run.json manytoone-bcube<n>-<k>.png
-(each host's read rate from its neighbours per scheme, and the traffic the
-hosts relayed; paper §4.3.1's BCube table); from
-RESULTS_DIR/filesize/<link>/<scheme>/<size>pkts/run.json filesize-<link>.png
-(set-up and transfer time of one file, TCP against MPTCP over two paths,
-against size; paper Fig 17); from RESULTS_DIR/shortflows<k>/<scheme>/run.json
-shortflows<k>.png (short files' completion times and the long flows' rates
-per long-flow scheme; paper Fig 12); from
-RESULTS_DIR/transfers/<sweep>/<label>/flows<N>/run.json transfers-nswitch.png
-and transfers-fattree.png (time until every receiver has its data against
-subflows; CS536 '13); from RESULTS_DIR/linkfailure<k>-<fabric>/<scheme>/run.json
-linkfailure<k>-<fabric>.png (each flow's throughput over time while a DHFT
-core link is degraded, TCP against MPTCP; paper Fig 19); from
-RESULTS_DIR/provisioned-<fabric>/<scheme>/run.json provisioned-<fabric>.png
-(what the sender put on each of four provisioned paths over time, coupled
-against uncoupled MPTCP; TNC 2013); from RESULTS_DIR/scheduling<k>/<scheme>/run.json
-scheduling<k>.png (total throughput of closed-loop flows, TCP over ECMP,
-first fit at each interval and MPTCP; paper Fig 13); from RESULTS_DIR/algorithms<k>/ and RESULTS_DIR/hotspot<k>/ (E5, E6)
-algorithms<k>.png (each flow's throughput and core and access link loss
-rates per congestion control; paper Fig 9-10) and hotspot<k>.png (throughput
-over time with a core link slowed, per congestion control; paper Fig 11,
-19); from RESULTS_DIR/model/run.json (`run_mptcp.sh model`)
-fattree-subflow-model.png (the load variance of the paper's subflow model
-against the number of subflows; paper Fig. 6); then RESULTS_DIR/report.md (every figure, and a table per
-topology and workload beside the paper's values). Each path written is printed.
+The FatTree sweep's figures (ft<k>/<workload>/flows<N>/) are drawn here:
+<topology>-<workload>-throughput.png (mean % of optimal per subflow count and
+the rank of flows; paper Fig. 2, 3), -link-util.png (2013 Fig. 4), -rtt.png
+(2013 Fig. 11), -queue.png (2013 Fig. 10, 12; --queue-run chooses the runs),
+and <workload>-cpu.png (2013 Fig. 5).
 
 Only RESULTS_DIR/plots/ and RESULTS_DIR/report.md are written; a figure that
 cannot be drawn any more (its samples are gone) is removed from plots/.
@@ -85,20 +44,10 @@ except ModuleNotFoundError as _missing:  # started as ./plot.py by a python3 out
 import argparse  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 
-from figures import algorithms as cc_fig  # noqa: E402
-from figures import dhft as dhft_fig  # noqa: E402
-from figures import model as model_fig  # noqa: E402
-from figures import linkfailure as linkfailure_fig  # noqa: E402
-from figures import oversub as oversub_fig  # noqa: E402
-from figures import topologies as topologies_fig  # noqa: E402
-from figures import manytoone as manytoone_fig  # noqa: E402
-from figures import filesize as filesize_fig  # noqa: E402
-from figures import provisioned as provisioned_fig  # noqa: E402
-from figures import scheduling as scheduling_fig  # noqa: E402
-from figures import shortflows as shortflows_fig  # noqa: E402
-from figures import transfers as transfers_fig  # noqa: E402
+import importlib  # noqa: E402
+
+from base import catalogue  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
-from figures import wifi3g as wifi3g_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
 from figures.links import draw_link_util  # noqa: E402
 from figures.report import Section, write_report  # noqa: E402
@@ -188,15 +137,41 @@ class Drawing:
     cpu: dict[str, Path | str]       # workload -> CPU figure, or why not drawn
     cpu_drawn: dict[str, Drawn]
     report: Path
-    wifi3g: dict[str, Drawn]         # E4 sweep -> what its figure shows
-    dhft: dict[str, Drawn]           # E7 "dhft<k>-<sweep>" -> what its figure shows
-    cc: dict[str, Drawn]             # E5/E6 "algorithms<k>" / "hotspot<k>" -> what it shows
-    model: Drawn | None = None       # the subflow model (Fig. 6), if there is its record
-    # E8 "oversub<k>-<sweep>", E9 "topologies-subflows" and "topologies-rank",
-    # file sizes "filesize-<link>", short flows "shortflows<k>", scheduling
-    # "scheduling<k>", transfers
-    # "transfers-<sweep>"
-    others: dict[str, Drawn] = field(default_factory=dict)
+    # per catalogue row: figure name -> what it shows ("wifi3g-buffer", "dhft4-load", ...)
+    by_experiment: dict[str, dict[str, Drawn]] = field(default_factory=dict)
+
+    def of(self, *experiments: str) -> dict[str, Drawn]:
+        return {name: d for e in experiments for name, d in self.by_experiment.get(e, {}).items()}
+
+    @property
+    def wifi3g(self) -> dict[str, Drawn]:
+        return self.of("wifi3g")
+
+    @property
+    def dhft(self) -> dict[str, Drawn]:
+        return self.of("dhft")
+
+    @property
+    def cc(self) -> dict[str, Drawn]:
+        return self.of("algorithms", "hotspot")
+
+    @property
+    def model(self) -> Drawn | None:
+        return next(iter(self.of("model").values()), None)
+
+    @property
+    def others(self) -> dict[str, Drawn]:
+        return self.of(*(set(self.by_experiment) - {"wifi3g", "dhft", "algorithms", "hotspot", "model"}))
+
+
+def figure_modules() -> dict[str, list[str]]:
+    """Each figure module of the catalogue, with the experiments it draws
+    (two experiments may share one); the FatTree sweep's are drawn here."""
+    modules: dict[str, list[str]] = {}
+    for row in catalogue.rows().values():
+        if row.name != "fattree":
+            modules.setdefault(row.figure, []).append(row.name)
+    return modules
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
@@ -205,36 +180,17 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
     unusable: dict[Path, str] = {}
     groups = group(load_runs(results, unusable))
     plots = results / "plots"
-    wifi3g = {}
-    for sweep, (png, drawn) in wifi3g_fig.draw_all(results, plots).items():
-        _written(png)
-        wifi3g[sweep] = drawn
-    dhft = {}
-    for name, (png, drawn) in dhft_fig.draw_all(results, plots).items():
-        _written(png)
-        dhft[name] = drawn
-    cc = {}
-    for name, (png, drawn) in cc_fig.draw_all(results, plots).items():
-        _written(png)
-        cc[name] = drawn
-    others = {}       # E8, E9 and the file sizes, by figure name
-    for fig_module in (oversub_fig, topologies_fig, manytoone_fig, filesize_fig, shortflows_fig,
-                       transfers_fig, linkfailure_fig, provisioned_fig, scheduling_fig):
-        for name, (png, drawn) in fig_module.draw_all(results, plots).items():
+    by_experiment: dict[str, dict[str, Drawn]] = {}
+    extra: list[str] = []
+    for module_name, experiments in figure_modules().items():
+        module = importlib.import_module(module_name)
+        for name, (png, drawn) in module.draw_all(results, plots).items():
             _written(png)
-            others[name] = drawn
-    model = None
-    for png, drawn in model_fig.draw_all(results, plots).values():
-        _written(png)
-        model = drawn
-    if not groups and not wifi3g and not dhft and not cc and not model and not others:
-        note(f"no runs under {results}/<topology>/<workload>/flows<N>/run.json, "
-             f"{results}/wifi3g/, {results}/dhft<k>/, {results}/oversub<k>/, {results}/topologies/, "
-             f"{results}/algorithms<k>/, {results}/hotspot<k>/, {results}/filesize/, "
-             f"{results}/shortflows<k>/, {results}/transfers/, {results}/linkfailure<k>-<fabric>/, "
-             f"{results}/manytoone/, {results}/provisioned-<fabric>/, {results}/scheduling<k>/ "
-             f"or {results}/model/; "
-             "nothing to draw")
+            by_experiment.setdefault(experiments[0], {})[name] = drawn
+        extra += module.report_lines(results)
+    if not groups and not by_experiment:
+        places = ", ".join(f"{results}/{row.layout}" for row in catalogue.rows().values())
+        note(f"no runs under {places}; nothing to draw")
         return None
     sections = []
     for (topology, workload), runs in groups.items():
@@ -248,12 +204,8 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         sections.append(s)
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
-    extra = [line for fig in (wifi3g_fig, dhft_fig, linkfailure_fig, oversub_fig, topologies_fig,
-                              manytoone_fig, filesize_fig, shortflows_fig, transfers_fig,
-                              provisioned_fig, scheduling_fig, cc_fig, model_fig)
-             for line in fig.report_lines(results)]
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
-    return Drawing(sections, cpu, cpu_drawn, _written(report), wifi3g, dhft, cc, model, others)
+    return Drawing(sections, cpu, cpu_drawn, _written(report), by_experiment)
 
 
 class _OneLineParser(argparse.ArgumentParser):

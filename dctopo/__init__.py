@@ -84,12 +84,22 @@ shared-bottleneck and path-shifting tests of coupled congestion control.
 The package: base.py (DCTopo, what every topology is), clos.py (FatTree,
 VL2, DHFT, PerfectSwitch), bcube.py, paths.py (WiFi3G, NSwitch, TwoPaths).
 """
-from dctopo.base import DCTopo, Interface, Route, SourceRule, intf_name
-from dctopo.bcube import BCUBE_RULE_PRIORITY, BCUBE_TABLE, BCube
-from dctopo.clos import DHFT, VL2, FatTree, PerfectSwitch, dhft_hosts_per_rack
-from dctopo.paths import NSwitch, Provisioned, TwoPaths, WiFi3G
+import importlib
 
-__all__ = ["DCTopo", "Interface", "Route", "SourceRule", "intf_name", "BCUBE_RULE_PRIORITY",
-           "BCUBE_TABLE", "BCube", "DHFT", "VL2", "FatTree", "PerfectSwitch",
-           "dhft_hosts_per_rack", "NSwitch", "Provisioned",
-           "TwoPaths", "WiFi3G"]
+# The topologies are Mininet Topos; the package's other modules (traffic
+# matrices, the models) are standard library only and must import on a
+# machine without Mininet, so the topologies load on first use (PEP 562).
+_WHERE = {
+    "dctopo.base": ("DCTopo", "Interface", "Route", "SourceRule", "intf_name"),
+    "dctopo.bcube": ("BCUBE_RULE_PRIORITY", "BCUBE_TABLE", "BCube"),
+    "dctopo.clos": ("DHFT", "VL2", "FatTree", "PerfectSwitch", "dhft_hosts_per_rack"),
+    "dctopo.paths": ("NSwitch", "Provisioned", "TwoPaths", "WiFi3G"),
+}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+__all__ = list(_MODULE_OF)
+
+
+def __getattr__(name: str):
+    if name not in _MODULE_OF:
+        raise AttributeError(f"module 'dctopo' has no attribute {name!r}")
+    return getattr(importlib.import_module(_MODULE_OF[name]), name)

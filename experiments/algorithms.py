@@ -50,7 +50,7 @@ class CcCompareExperiment(Experiment):
                 f"one_to_one, {what}; {len(cfg.schemes)} schemes, {cfg.warmup:g} + {cfg.time_s:g} s each")
 
     def points(self) -> list[str]:
-        return list(self.cfg.schemes)
+        return self.cfg.points()
 
     def network_key(self, scheme: str) -> str:
         return scheme

@@ -18,7 +18,7 @@ from pathlib import Path
 import mininet.net
 
 from dctopo import FatTree
-from experiments.config import RunConfig, SweepConfig
+from experiments.config import ConfigError, RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
@@ -68,7 +68,7 @@ class Sweep:
     # -- the whole sweep -----------------------------------------------------
     def run(self) -> list[Path]:
         """Every run of the config through the runner (FatTreeExperiment)."""
-        runner = Runner(FatTreeExperiment(self), say=self.say)
+        runner = Runner(FatTreeExperiment(self, guard=False), say=self.say)
         written = runner.run()
         self.wall_s = runner.wall_s
         return written
@@ -155,7 +155,7 @@ class Sweep:
     # -- one run ---------------------------------------------------------------
     def run_one(self, rc: RunConfig) -> Path:
         """One run, staged and committed (the calibration runs them alone)."""
-        return Runner(FatTreeExperiment(self), say=self.say).run_one(self, rc)
+        return Runner(FatTreeExperiment(self, guard=False), say=self.say).run_one(self, rc)
 
     def measure(self, rc: RunConfig, folder: Path) -> dict:
         """One run's traffic, monitors and record, its files in `folder`."""
@@ -283,12 +283,40 @@ class Sweep:
 
 class FatTreeExperiment(Experiment):
     """The FatTree sweep as an experiment: one network for all its runs
-    (workloads x subflow counts), the optimal rate measured once on it."""
+    (workloads x subflow counts), the optimal rate measured once on it, and
+    the capacity guard's verdict before anything is built."""
     name = "fattree"
 
-    def __init__(self, sweep: Sweep):
+    def __init__(self, sweep: "Sweep | SweepConfig", say=print, guard: bool = True):
+        """From the command line's config, guarded; or around a Sweep that
+        a test, benchmark or the calibration built (`guard=False`)."""
+        if isinstance(sweep, SweepConfig):
+            sweep = Sweep(sweep, say=say)
         super().__init__(sweep.cfg, sweep.say)
         self.sweep = sweep
+        self.guard = guard
+        self.calibration = None
+
+    def admit(self) -> None:
+        """The capacity guard: refuse (ConfigError, nothing run) where this
+        machine's cores cannot carry the sweep, unless --force."""
+        if not self.guard:
+            return
+        from experiments import capacity
+        cfg = self.cfg
+        self.calibration = capacity.calibration_for(cfg.fabric, say=self.say, fresh=cfg.recalibrate)
+        verdict = capacity.judge(cfg, self.calibration)
+        if not verdict.fits and not cfg.force:
+            raise ConfigError(f"capacity: {verdict.reason()}")
+        self.say(f"capacity: {verdict.reason()}" + (
+            "; going on (--force), runs flagged over_capacity" if not verdict.fits else ""))
+        self.sweep.capacity = verdict
+
+    def after(self) -> None:
+        """What the sweep's valid MPTCP-8 runs cost, for the guard's next verdict."""
+        if self.calibration is not None:
+            from experiments import capacity
+            capacity.learn(self.cfg.fabric, capacity.observed_costs(self.cfg, self.calibration.idle_pct))
 
     def points(self) -> list[RunConfig]:
         return self.cfg.runs()

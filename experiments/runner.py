@@ -13,10 +13,14 @@ An experiment (a subclass of `Experiment`) declares what is its own:
 * `run_point(net, point, folder)`: one run, writing its files into `folder`
   (the staging folder) and returning its record: at least `flags`;
 * `summarise(record)`: one line after the run; `introduce()` and
-  `finished(runs, wall_s)`: the lines before the first and after the last.
+  `finished(runs, wall_s)`: the lines before the first and after the last;
+* `admit()`: the checks before anything is built (the capacity guard's
+  verdict), raising ConfigError to refuse; `after()`: what to learn from
+  the finished runs. Nothing by default.
 
 The runner owns the rest: grouping by network; progress with what is left
-and the ETA; the staging folder and its atomic commit (experiments/staging.py:
+and the ETA, from the first line (experiments/plan.py: this machine's
+recorded runs, then the runs done); the staging folder and its atomic commit (experiments/staging.py:
 an interrupted run leaves the earlier one in place); the fields every
 record has (`schema`, `experiment`, `kernel`, `started_at`, `finished_at`,
 `valid`, which is "no flags"); and turning a traffic failure into a
@@ -31,8 +35,9 @@ import time
 from pathlib import Path
 from typing import Hashable
 
-from base import records
+from base import catalogue, records
 from emulator.network import Network
+from experiments import plan
 from experiments.staging import RunStage
 from emulator.traffic.common import TrafficError
 
@@ -59,6 +64,12 @@ class Experiment:
         raise NotImplementedError
 
     def prepare(self, net: Network) -> None:
+        pass
+
+    def admit(self) -> None:
+        pass
+
+    def after(self) -> None:
         pass
 
     def describe(self, point) -> str:
@@ -90,9 +101,13 @@ class Runner:
 
     def run(self) -> list[Path]:
         exp = self.experiment
+        exp.admit()
         points = exp.points()
+        traffic = self._traffic_of()
+        planned = plan.estimate(exp.name, exp.cfg, traffic, points).wall_s if traffic else None
+        history = plan.History()
         written: list[Path] = []
-        started = time.monotonic()
+        started = last = time.monotonic()
         if intro := exp.introduce():
             self.say(intro)
         try:
@@ -102,13 +117,23 @@ class Runner:
                     for point in group:
                         i = len(written)
                         self.say(f"[{i + 1}/{len(points)}] {exp.describe(point)} "
-                                 f"({len(points) - i - 1} left{eta(i, len(points), started)})")
+                                 f"({len(points) - i - 1} left{eta(i, len(points), started, planned)})")
                         written.append(self.run_one(net, point))
+                        now = time.monotonic()
+                        if traffic:
+                            history.add(exp.name, plan.size_of(exp.cfg), traffic(exp.cfg, point), now - last)
+                        last = now
         except TrafficError as exc:
             raise SweepError(str(exc)) from exc
         self.wall_s = time.monotonic() - started
         self.say(exp.finished(len(points), self.wall_s))
+        exp.after()
         return written
+
+    def _traffic_of(self):
+        """The catalogue's traffic rule for this experiment (None: not in it)."""
+        row = catalogue.rows().get(self.experiment.name)
+        return row.load("traffic") if row else None
 
     def run_one(self, net: Network, point) -> Path:
         exp = self.experiment
@@ -129,9 +154,12 @@ def iso(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))
 
 
-def eta(done: int, total: int, started: float) -> str:
-    """", ETA 3m20s" from the runs done since `started` (time.monotonic()), or ""."""
-    return f", ETA {minutes((total - done) * (time.monotonic() - started) / done)}" if done else ""
+def eta(done: int, total: int, started: float, planned_s: float | None = None) -> str:
+    """", ETA 3m20s": before the first run from the plan, then from the runs
+    done since `started` (time.monotonic()); "" where neither is known."""
+    if done:
+        return f", ETA {minutes((total - done) * (time.monotonic() - started) / done)}"
+    return f", ETA {minutes(planned_s)} (planned)" if planned_s else ""
 
 
 def minutes(seconds: float) -> str:

@@ -1,13 +1,7 @@
-"""`run_mptcp.sh K [WORKLOAD|all] [options]` (the FatTree sweep),
-`run_mptcp.sh wifi3g [options]` (E4), `run_mptcp.sh algorithms|hotspot
-[options]` (E5, E6), `run_mptcp.sh dhft [options]` (E7),
-`run_mptcp.sh linkfailure [options]` (Fig. 19),
-`run_mptcp.sh oversub [options]` (E8), `run_mptcp.sh topologies [options]`
-(E9), `run_mptcp.sh manytoone [options]` (BCube many-to-one),
-`run_mptcp.sh provisioned [options]` (E10, provisioned paths),
-`run_mptcp.sh scheduling [options]` (paper Fig. 13, first fit) and
-`run_mptcp.sh model [options]` (paper Fig. 6, computed): parse,
-check, run, plot.
+"""`run_mptcp.sh NAME [options]`: parse, check, run, plot, for every
+experiment of the catalogue (base/catalogue.py); `run_mptcp.sh K ...` is the
+FatTree sweep's, `run_mptcp.sh list` lists them all, and `--plan` on any of
+them says what it would run and what that costs, building nothing.
 
 Parsing and validation use the standard library only, so `run_mptcp.sh` can
 reject bad input with the system Python before it installs anything.
@@ -22,109 +16,60 @@ import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from base import catalogue
+from base.errors import ConfigError
 from base.files import check_folder_writable
 from base.lock import ExperimentLock
-from experiments.config import ConfigError, SweepConfig
-# Parsers and configs: the command line's options (standard library only).
 from harness.shared_options import EXIT_BAD_INPUT, PROG
-from harness.options import (cc_compare_config_from, cc_compare_parser,
-                             filesize_config_from_args, filesize_parser,
-                             shortflows_config_from_args, shortflows_parser,
-                             scheduling_config_from_args, scheduling_parser,
-                             transfers_config_from_args, transfers_parser,
-                             config_from_args, dhft_config_from_args, dhft_parser,
-                             linkfailure_config_from_args, linkfailure_parser,
-                             manytoone_config_from_args, manytoone_parser,
-                             provisioned_config_from_args, provisioned_parser,
-                             model_config_from_args, model_parser, oversub_config_from_args,
-                             oversub_parser, parser, topologies_config_from_args,
-                             topologies_parser, wifi3g_config_from_args,
-                             wifi3g_parser)
 
 # What a shell reports for a program that SIGPIPE ended (128 + 13).
 EXIT_BROKEN_PIPE = 141
+SWEEP = "fattree"       # the experiment `run_mptcp.sh K` names
 
-
-# -- running: one shape for every experiment -----------------------------------
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: its parser, how it reads its options, what its preflight
-    checks, and how it runs once the machine is ours (its runs only: main()
-    draws the figures afterwards, unless --no-plots)."""
-    parser: Callable[[], argparse.ArgumentParser]
-    config_from: Callable[[list[str]], tuple]
-    run: Callable[[object], None]
-    delay: bool = False                     # its links have delay or loss
-    machine: bool = True                    # builds networks: needs root, the lock, the preflight
+    """A subcommand, made from its catalogue row."""
+    row: catalogue.Row
 
+    def parser(self) -> argparse.ArgumentParser:
+        return self.row.load("parser")()
 
-def _run_fattree(cfg: SweepConfig) -> None:
-    from experiments import capacity
-    from experiments.fattree import Sweep
-    cal = capacity.calibration_for(cfg.fabric, fresh=cfg.recalibrate)
-    verdict = capacity.judge(cfg, cal)
-    if not verdict.fits and not cfg.force:
-        raise ConfigError(f"capacity: {verdict.reason()}")
-    print(f"capacity: {verdict.reason()}" + ("; going on (--force), runs flagged over_capacity"
-                                              if not verdict.fits else ""))
-    Sweep(cfg, capacity=verdict).run()
-    capacity.learn(cfg.fabric, capacity.observed_costs(cfg, cal.idle_pct))
+    def config_from(self, argv: list[str]) -> tuple:
+        return self.row.load("config_from")(argv)
 
+    @property
+    def delay(self) -> bool:
+        return self.row.delay
 
-def _run_model(cfg) -> None:
-    from experiments.model import write_model
-    write_model(cfg)
+    @property
+    def machine(self) -> bool:
+        return self.row.machine
 
-
-def _run_experiment(module: str, cls: str) -> Callable[[object], None]:
-    def run(cfg) -> None:
-        import importlib
+    def run(self, cfg) -> None:
+        target = self.row.load("run")
+        if not self.row.machine:
+            target(cfg)
+            return
         from experiments.runner import Runner
-        experiment = getattr(importlib.import_module(module), cls)(cfg)
+        experiment = target(cfg)
         Runner(experiment, say=experiment.say).run()
-    return run
 
 
-COMMANDS = {
-    None: Command(parser, config_from_args, _run_fattree),
-    "wifi3g": Command(wifi3g_parser, wifi3g_config_from_args,
-                      _run_experiment("experiments.wifi3g", "Wifi3GExperiment"), delay=True),
-    "dhft": Command(dhft_parser, dhft_config_from_args,
-                    _run_experiment("experiments.dhft", "DhftExperiment")),
-    "linkfailure": Command(linkfailure_parser, linkfailure_config_from_args,
-                           _run_experiment("experiments.linkfailure", "LinkFailureExperiment")),
-    "oversub": Command(oversub_parser, oversub_config_from_args,
-                       _run_experiment("experiments.oversub", "OversubExperiment")),
-    "topologies": Command(topologies_parser, topologies_config_from_args,
-                          _run_experiment("experiments.topologies", "TopologiesExperiment")),
-    "algorithms": Command(lambda: cc_compare_parser("algorithms"), cc_compare_config_from("algorithms"),
-                          _run_experiment("experiments.algorithms", "CcCompareExperiment")),
-    "hotspot": Command(lambda: cc_compare_parser("hotspot"), cc_compare_config_from("hotspot"),
-                       _run_experiment("experiments.algorithms", "CcCompareExperiment")),
-    "filesize": Command(filesize_parser, filesize_config_from_args,
-                        _run_experiment("experiments.filesize", "FilesizeExperiment"), delay=True),
-    "shortflows": Command(shortflows_parser, shortflows_config_from_args,
-                          _run_experiment("experiments.shortflows", "ShortflowsExperiment")),
-    "scheduling": Command(scheduling_parser, scheduling_config_from_args,
-                          _run_experiment("experiments.scheduling", "SchedulingExperiment")),
-    "transfers": Command(transfers_parser, transfers_config_from_args,
-                         _run_experiment("experiments.transfers", "TransfersExperiment")),
-    "manytoone": Command(manytoone_parser, manytoone_config_from_args,
-                         _run_experiment("experiments.manytoone", "ManyToOneExperiment")),
-    "provisioned": Command(provisioned_parser, provisioned_config_from_args,
-                           _run_experiment("experiments.provisioned", "ProvisionedExperiment"),
-                           delay=True),
-    "model": Command(model_parser, model_config_from_args, _run_model, machine=False),
-}
+def commands() -> dict[str | None, Command]:
+    """Every subcommand by name; None is the sweep `run_mptcp.sh K` runs."""
+    named = {name: Command(row) for name, row in catalogue.rows().items()}
+    return {None: named[SWEEP], **named}
+
+
+COMMANDS = commands()
 SUBCOMMANDS = tuple(name for name in COMMANDS if name)
 
 
 def _options_with_values() -> set[str]:
     """Every option of every subcommand that takes a value."""
-    parsers = [command.parser() for command in COMMANDS.values()]
+    parsers = [command.parser() for name, command in commands().items() if name]
     return {opt for p in parsers for a in p._actions if a.option_strings and a.nargs is None
             and not isinstance(a, argparse._StoreConstAction) for opt in a.option_strings}
 
@@ -134,13 +79,14 @@ def split_subcommand(argv: list[str]) -> tuple[str | None, list[str]]:
     subcommand is the first word that is not an option or an option's value,
     wherever it stands: `--cc reno wifi3g` is `wifi3g --cc reno`."""
     takes_value = _options_with_values()
+    names = set(commands()) - {None} | {"list"}
     i = 0
     while i < len(argv):
         word = argv[i]
         if word.startswith("-") and len(word) > 1:
             i += 2 if word in takes_value else 1
             continue
-        if word in SUBCOMMANDS:
+        if word in names:
             return word, argv[:i] + argv[i + 1:]
         break
     return None, list(argv)
@@ -178,10 +124,20 @@ def _take_machine(cfg, argv: list[str], command: Command) -> tuple[ExperimentLoc
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        if not argv:
+            raise ConfigError("name an experiment: K for the FatTree sweep (e.g. 4), or one of "
+                              f"{', '.join(SUBCOMMANDS)}; `{PROG} list` describes them")
         name, rest = split_subcommand(argv)
-        command = COMMANDS[name]
+        if name == "list":
+            from harness import listing
+            return listing.main(rest)
+        command = commands()[name]
         cfg, args = command.config_from(rest)
         if args.validate_only:
+            return 0
+        if args.plan:
+            from harness import listing
+            print(listing.plan_text(command.row, cfg, args))
             return 0
         lock, machine_notes = None, []
         if command.machine:

@@ -38,8 +38,12 @@ MAX_FLOWS_PER_RUN = 1024
 
 
 def parser() -> argparse.ArgumentParser:
-    p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.")
-    p.add_argument("k", help="FatTree arity (even, >= 4)")
+    p = OneLineParser(prog=PROG, description="FatTree sweep: TCP vs MPTCP with 2..8 subflows.",
+                      epilog=_experiments_epilog(),
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("k", nargs="?", default=None, help="FatTree arity (even, >= 4); or --k")
+    p.add_argument("--k", dest="k_option", default=None, metavar="K",
+                   help="FatTree arity, as the positional K (default: 4 with `fattree`)")
     p.add_argument("workload", nargs="?", default="one_to_one",
                    help=f"{', '.join(WORKLOADS)} or all (default one_to_one)")
     p.add_argument("--subflows", default=",".join(map(str, range(1, MAX_SUBFLOWS + 1))),
@@ -87,8 +91,19 @@ def parse_subflows(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(counts))
 
 
+def _experiments_epilog() -> str:
+    """The other experiments, for `run_mptcp.sh --help`, from the catalogue."""
+    from base import catalogue
+    names = [f"  {PROG} {r.command:34} {r.reproduces}: {r.purpose}" for r in catalogue.rows().values()]
+    return ("experiments (`%(prog)s list` adds runs and time; NAME --help its options):\n"
+            + "\n".join(names)).replace("%", "%%").replace("%%(prog)s", "%(prog)s")
+
+
 def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     args = parser().parse_args(argv)
+    if args.k is not None and args.k_option is not None and args.k != args.k_option:
+        raise ConfigError(f"K {args.k} and --k {args.k_option}: give the arity once")
+    args.k = args.k if args.k is not None else args.k_option if args.k_option is not None else "4"
     try:
         k = int(args.k)
     except ValueError:
@@ -493,6 +508,12 @@ def cc_compare_config_from(experiment: str):
         args.notes = [note]
         return cfg, args
     return config_from
+
+
+algorithms_parser, hotspot_parser = (lambda: cc_compare_parser("algorithms"),
+                                     lambda: cc_compare_parser("hotspot"))
+algorithms_config_from_args = cc_compare_config_from("algorithms")
+hotspot_config_from_args = cc_compare_config_from("hotspot")
 
 
 def _default_schemes() -> tuple[tuple[str, ...], str]:

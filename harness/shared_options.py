@@ -123,6 +123,9 @@ def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results", help="results folder (results)")
     p.add_argument("--no-plots", action="store_true",
                    help="runs only, no figures (./plot.py RESULTS draws them later)")
+    p.add_argument("--plan", action="store_true",
+                   help="print the runs, their traffic, the estimated wall time and the capacity "
+                        "verdict, then stop: builds nothing, needs no root")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
 
 

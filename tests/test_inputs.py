@@ -25,24 +25,9 @@ SCRIPT = str(ROOT / "run_mptcp.sh")
 # Bad for every option that takes a value (--results aside: a folder name can be anything).
 BAD_VALUES = ("nan", "inf", "-inf", "", "1e999", "-99999999999999999999",
               "99999999999999999999", "x1")
-# (argv before the option, its parser)
-SUBCOMMANDS = {
-    "fattree": (["4"], cli.parser()),
-    "wifi3g": (["wifi3g"], cli.wifi3g_parser()),
-    "dhft": (["dhft"], cli.dhft_parser()),
-    "linkfailure": (["linkfailure"], cli.linkfailure_parser()),
-    "algorithms": (["algorithms"], cli.cc_compare_parser("algorithms")),
-    "hotspot": (["hotspot"], cli.cc_compare_parser("hotspot")),
-    "model": (["model"], cli.model_parser()),
-    "oversub": (["oversub"], cli.oversub_parser()),
-    "topologies": (["topologies"], cli.topologies_parser()),
-    "filesize": (["filesize"], cli.filesize_parser()),
-    "shortflows": (["shortflows"], cli.shortflows_parser()),
-    "transfers": (["transfers"], cli.transfers_parser()),
-    "manytoone": (["manytoone"], cli.manytoone_parser()),
-    "provisioned": (["provisioned"], cli.provisioned_parser()),
-    "scheduling": (["scheduling"], cli.scheduling_parser()),
-}
+# (argv before the option, its parser): every experiment of the catalogue.
+SUBCOMMANDS = {name: (["4"] if name == "fattree" else [name], command.parser())
+               for name, command in cli.COMMANDS.items() if name}
 
 
 def value_options(p: argparse.ArgumentParser) -> list[str]:

@@ -75,6 +75,10 @@ class CcCompareConfig(WarmupFromRate):
                               "(5 s before, during and after)")
         self.link.validate()
 
+    def points(self) -> list[str]:
+        """One run per scheme, each on its own network."""
+        return list(self.schemes)
+
     def sweep_config(self, scheme: str) -> "SweepConfig":
         """The one-run FatTree sweep of a scheme."""
         cc, subflows = CC_SCHEMES[scheme]

@@ -141,5 +141,8 @@ class SweepConfig(WarmupFromRate):
                           schedule_interval_s=self.schedule_interval_s)
                 for w in self.workloads for n in self.subflows]
 
+    def points(self) -> list[RunConfig]:
+        return self.runs()
+
     def replace(self, **changes) -> "SweepConfig":
         return dataclasses.replace(self, **changes)

@@ -30,5 +30,8 @@ class ModelConfig:
         if not 1 <= self.max_subflows <= MODEL_SUBFLOWS_MAX:
             raise ConfigError(f"--subflows-max {self.max_subflows}: must be within 1..{MODEL_SUBFLOWS_MAX}")
 
+    def points(self) -> list[str]:
+        return ["model"]      # one record, computed
+
     def to_record(self) -> dict:
         return {"k": list(self.ks), "max_subflows": self.max_subflows}

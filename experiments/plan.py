@@ -1,0 +1,137 @@
+"""What an experiment will cost before it runs: its points, their traffic
+time, and the wall time this machine took for such runs before.
+
+Each catalogue row names how much traffic one of its points runs (`traffic`,
+below). The wall time of a run is its traffic plus what surrounds it (network
+build, baseline, joins, teardown); the runner records both for every run
+(`History.add`), and an estimate takes the median overhead this machine has
+recorded for the experiment at that size. Standard library only: `--plan`
+needs neither root nor the harness's packages.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from base.files import atomic_write_text
+
+# Per run, where this machine has recorded none of the experiment at that
+# size: FatTree(4) at the defaults (`sudo ./run_mptcp.sh 4`: 8 runs of 40 s
+# after 15 s) took 22-30 s per run besides its traffic, build and baseline included.
+DEFAULT_OVERHEAD_S = 25.0
+KEPT = 20                       # runs per (experiment, size) the median is taken over
+
+
+# -- traffic of one point, per kind of experiment (named by catalogue rows) ----
+
+def long_flow_traffic(cfg, point) -> float:
+    """Warm-up plus counted time: the point's own if it carries them, else the config's."""
+    warmup = getattr(point, "warmup_s", None)
+    time_s = getattr(point, "time_s", None)
+    if warmup is None or time_s is None:
+        warmup, time_s = getattr(cfg, "warmup", 0.0), cfg.time_s
+    return float(warmup) + float(time_s)
+
+
+def sampled_traffic(cfg, point) -> float:
+    """A warm-up, then one-second samples."""
+    return float(cfg.warmup_s) + float(cfg.samples)
+
+
+def unknown_traffic(cfg, point) -> None:
+    """Transfers last as long as they take: only a run tells."""
+    return None
+
+
+def no_traffic(cfg, point) -> float:
+    return 0.0
+
+
+def size_of(cfg) -> str:
+    """What the overhead of a run scales with: the network's arity, where it has one."""
+    k = getattr(cfg, "k", None)
+    return f"k{k}" if isinstance(k, int) else ""
+
+
+# -- what this machine recorded ------------------------------------------------
+
+def _cache_dir() -> Path:
+    return Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harness"))
+
+
+class History:
+    """Runs this machine finished: per (experiment, size), (traffic s, wall s)."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or _cache_dir() / "run-history.json"
+
+    def read(self) -> dict[str, list[list[float]]]:
+        try:
+            data = json.loads(self.path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def add(self, experiment: str, size: str, traffic_s: float | None, wall_s: float) -> None:
+        """One finished run; never fails the run it records."""
+        data = self.read()
+        key = f"{experiment}/{size}"
+        data[key] = (data.get(key, []) + [[traffic_s, round(wall_s, 1)]])[-KEPT:]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, json.dumps(data, indent=1) + "\n")
+        except OSError:
+            pass
+
+    def runs(self, experiment: str, size: str) -> list[list[float]]:
+        return [r for r in self.read().get(f"{experiment}/{size}", [])
+                if isinstance(r, list) and len(r) == 2]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    points: int
+    traffic_s: float | None     # None: some point's traffic is known only by running it
+    wall_s: float | None
+    basis: str                  # where the wall time comes from
+
+    def line(self) -> str:
+        traffic = "unknown before running" if self.traffic_s is None else clock(self.traffic_s)
+        wall = "unknown" if self.wall_s is None else f"about {clock(self.wall_s)}"
+        return f"{self.points} runs, traffic {traffic}, wall {wall} ({self.basis})"
+
+
+def estimate(experiment: str, cfg, traffic_fn, points: list | None = None,
+             history: History | None = None) -> Estimate:
+    """The wall time of `points` (default: all the config's)."""
+    points = cfg.points() if points is None else points
+    per_point = [traffic_fn(cfg, p) for p in points]
+    known = None not in per_point
+    traffic = sum(per_point) if known else None
+    size = size_of(cfg)
+    seen = (history or History()).runs(experiment, size)
+    if known:
+        overheads = [wall - t for t, wall in seen if t is not None]
+        if overheads:
+            over = statistics.median(overheads)
+            return Estimate(len(points), traffic, traffic + over * len(points),
+                            f"{over:.0f} s a run besides traffic, the median of {len(overheads)} "
+                            f"{experiment} runs this machine recorded at {size or 'this size'}")
+        return Estimate(len(points), traffic, traffic + DEFAULT_OVERHEAD_S * len(points),
+                        f"none recorded here yet: {DEFAULT_OVERHEAD_S:g} s a run besides traffic, "
+                        "as FatTree(4) took on a 2-core machine")
+    walls = [wall for _, wall in seen]
+    if walls:
+        per = statistics.median(walls)
+        return Estimate(len(points), None, per * len(points),
+                        f"{per:.0f} s a run, the median of {len(walls)} runs recorded here")
+    return Estimate(len(points), None, None, "none recorded here yet; a first run will tell")
+
+
+def clock(seconds: float) -> str:
+    m, s = divmod(int(seconds + 0.5), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else (f"{m}m{s:02d}s" if m else f"{s}s")

@@ -1,0 +1,101 @@
+"""`run_mptcp.sh list` and `run_mptcp.sh NAME --plan`: what there is, and
+what one command would run and cost, from the catalogue and the configs
+alone. Standard library only; needs no root and builds nothing."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from base import catalogue
+from base.errors import ConfigError
+from experiments import plan
+from harness.shared_options import PROG, OneLineParser
+
+# The arguments `list` reads each experiment's defaults with.
+DEFAULT_ARGV = {"fattree": ["4"]}
+
+
+def defaults(row: catalogue.Row):
+    """The experiment's config at its defaults."""
+    cfg, _ = row.load("config_from")(DEFAULT_ARGV.get(row.name, []))
+    return cfg
+
+
+def table() -> list[str]:
+    """One line per experiment: command, what it reproduces, runs and time at the defaults."""
+    lines = ["| command | reproduces | what it runs | runs at the defaults | time here |",
+             "| --- | --- | --- | --- | --- |"]
+    for row in catalogue.rows().values():
+        try:
+            cfg = defaults(row)
+            est = plan.estimate(row.name, cfg, row.load("traffic"))
+            runs, wall = str(est.points), ("unknown" if est.wall_s is None else plan.clock(est.wall_s))
+        except ConfigError as exc:      # a default this kernel cannot run
+            runs, wall = "-", f"not here: {exc}"
+        lines.append(f"| `{PROG} {row.command}` | {row.reproduces} | {row.purpose} | {runs} | {wall} |")
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    p = OneLineParser(prog=f"{PROG} list", description="Every experiment, its figure, and its "
+                      "runs and estimated time at the defaults on this machine.")
+    p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if not args.validate_only:
+        print("\n".join(table()))
+        print(f"\n`{PROG} NAME --help` lists an experiment's options; `{PROG} NAME --plan` its runs.")
+    return 0
+
+
+def varying(points: list) -> list[str]:
+    """The fields in which a config's points differ: what tells them apart."""
+    if not points or not dataclasses.is_dataclass(points[0]):
+        return []
+    names = [f.name for f in dataclasses.fields(points[0])]
+    return [n for n in names
+            if len({repr(getattr(p, n)) for p in points}) > 1]
+
+
+def point_text(point, fields: list[str]) -> str:
+    if not dataclasses.is_dataclass(point):
+        return str(point)
+    return ", ".join(f"{n} {getattr(point, n)}" for n in fields) or "the only run"
+
+
+def plan_text(row: catalogue.Row, cfg, args) -> str:
+    """Every point with its traffic, the totals and estimated wall time, the
+    capacity verdict: all without building anything."""
+    traffic = row.load("traffic")
+    points = cfg.points()
+    fields = varying(points)
+    lines = [f"plan: {PROG} {row.name} ({row.reproduces}): {row.purpose}"]
+    for i, point in enumerate(points, 1):
+        t = traffic(cfg, point)
+        lines.append(f"  [{i}/{len(points)}] {point_text(point, fields)}"
+                     + ("" if t is None else f": {t:g} s of traffic"))
+    est = plan.estimate(row.name, cfg, traffic, points)
+    lines.append(f"estimate: {est.line()}")
+    lines.append(f"results: {cfg.results}/{row.layout}")
+    if row.name == "fattree":
+        lines.append(capacity_line(cfg))
+    return "\n".join(lines)
+
+
+def capacity_line(cfg) -> str:
+    """The guard's verdict from this machine's cached calibration, or what
+    the first real run will measure."""
+    from experiments import capacity
+    from experiments.capacity import calibration, measurement
+    cal = capacity.load(cfg.fabric)
+    if cal is None:
+        return ("capacity: this machine is not calibrated yet for fabric "
+                f"{cfg.fabric}; the first real run measures what forwarding costs here "
+                f"(FatTree(4) one_to_one MPTCP-8 at {calibration.CALIBRATION_BW_MBPS:g} Mb/s, "
+                f"{measurement.CALIBRATION_REPEATS} x {measurement.CALIBRATION_TIME_S:g} s) before it judges")
+    verdict = capacity.judge(cfg, cal)
+    return f"capacity: {'fits' if verdict.fits else 'refused'}: {verdict.reason()}"
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
