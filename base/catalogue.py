@@ -77,7 +77,7 @@ ROWS: dict[str, Row] = {row.name: row for row in (
     Row("fattree", "TCP against MPTCP with 1..8 subflows on FatTree(k), per workload",
         "Fig. 2-3; CS244 '13 Fig. 2-12", "sigcomm11",
         f"{_OPTIONS}:config_from_args", f"{_OPTIONS}:parser", "experiments.fattree:FatTreeExperiment",
-        (f"ft*/*/flows*/{RECORD}",), "ft<k>/<workload>/flows<N>/", "figures.fattree",
+        (f"*/*/*/{RECORD}",), "ft<k>/<workload>/flows<N>/", "figures.fattree",
         usage="K [WORKLOAD|all] [options]"),
     Row("wifi3g", "WiFi + 3G: goodput against receive buffer, WiFi loss and RTT",
         "NSDI 2012 Fig. 4 (CS244 '14)", "cs244-14",

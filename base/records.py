@@ -1,22 +1,9 @@
 """Where every experiment's runs live under a results folder, and the run
 record's schema version: written by the harness, read back by figures/ and
-the tests, from this one place. Standard library only, so figures can be
-drawn without the harness's dependencies.
-
-    <results>/ft<k>/<workload>/flows<N>/                      FatTree sweep
-    <results>/wifi3g/<sweep>/<scheme>/<x>/                    E4
-    <results>/dhft<k>/<sweep>/<scheme>/<x>/                   E7
-    <results>/<algorithms|hotspot><k>/<scheme>/ft<k>/one_to_one/flows<N>/   E5, E6
-    <results>/linkfailure<k>-<fabric>/<scheme>/               link failure (Fig. 19)
-    <results>/oversub<k>/<sweep>/<matrix>/<scheme>/<x>/       E8
-    <results>/topologies/<topology>/permutation/flows<N>/     E9
-    <results>/filesize/<link>/<scheme>/<size>pkts/            file size (Fig. 17)
-    <results>/shortflows<k>/<scheme>/                         short flows (Fig. 12)
-    <results>/scheduling<k>[-x<F>]/<scheme>[-<interval>s]/     first fit against MPTCP (Fig. 13)
-    <results>/transfers/<nswitch|fattree>/<label>/flows<N>/   distributed transfers
-    <results>/manytoone/bcube<n>-<k>/<scheme>/reads/          BCube many-to-one
-    <results>/provisioned-<fabric>[-order<paths>]/<scheme>/   provisioned paths (E10)
-    <results>/model/                                          the subflow model (Fig. 6)
+the tests. Each experiment's layout and the glob of its records are its
+catalogue row's (base/catalogue.py: `layout`, `records`); the functions below
+build its run folders. Standard library only, so figures can be drawn
+without the harness's dependencies.
 
 Each run folder holds run.json; a folder whose name starts with "." is a run
 still being written (experiments/staging.py) and is never read back.
@@ -25,8 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from base import catalogue
+
 SCHEMA = 1
-RECORD = "run.json"
+RECORD = catalogue.RECORD
 
 
 def fattree_run(results: Path, topology: str, workload: str, subflows: int) -> Path:
@@ -87,24 +76,30 @@ def model_run(results: Path) -> Path:
     return results / "model"
 
 
-# Patterns of the records below a results folder, one per layout above.
-FATTREE_RECORDS = f"*/*/*/{RECORD}"
-WIFI3G_RECORDS = f"wifi3g/*/*/*/{RECORD}"
-DHFT_RECORDS = f"dhft*/*/*/*/{RECORD}"
-LINKFAILURE_RECORDS = f"linkfailure*/*/{RECORD}"
-OVERSUB_RECORDS = f"oversub*/*/*/*/*/{RECORD}"
-TOPOLOGIES_RECORDS = f"topologies/*/*/*/{RECORD}"
-FILESIZE_RECORDS = f"filesize/*/*/*/{RECORD}"
-SHORTFLOWS_RECORDS = f"shortflows*/*/{RECORD}"
-SCHEDULING_RECORDS = f"scheduling*/*/{RECORD}"
-TRANSFERS_RECORDS = f"transfers/*/*/*/{RECORD}"
-MANYTOONE_RECORDS = f"manytoone/*/*/reads/{RECORD}"
-PROVISIONED_RECORDS = f"provisioned-*/*/{RECORD}"
-CC_COMPARE_RECORDS = f"*/*/ft*/one_to_one/flows*/{RECORD}"
+# Patterns of the records below a results folder, one per layout above:
+# each experiment's catalogue row declares its own.
+def _records(name: str) -> str:
+    return catalogue.records_glob(name)
 
 
-def committed(results: Path, pattern: str) -> list[Path]:
-    """The records matching `pattern`, sorted, without any still being
-    written (a hidden folder on the way)."""
-    return [p for p in sorted(results.glob(pattern))
+FATTREE_RECORDS = _records("fattree")
+WIFI3G_RECORDS = _records("wifi3g")
+DHFT_RECORDS = _records("dhft")
+LINKFAILURE_RECORDS = _records("linkfailure")
+OVERSUB_RECORDS = _records("oversub")
+TOPOLOGIES_RECORDS = _records("topologies")
+FILESIZE_RECORDS = _records("filesize")
+SHORTFLOWS_RECORDS = _records("shortflows")
+SCHEDULING_RECORDS = _records("scheduling")
+TRANSFERS_RECORDS = _records("transfers")
+MANYTOONE_RECORDS = _records("manytoone")
+PROVISIONED_RECORDS = _records("provisioned")
+CC_COMPARE_RECORDS = (_records("algorithms"), _records("hotspot"))
+
+
+def committed(results: Path, pattern: str | tuple[str, ...]) -> list[Path]:
+    """The records matching `pattern` (or any of several), sorted, without
+    any still being written (a hidden folder on the way)."""
+    patterns = (pattern,) if isinstance(pattern, str) else pattern
+    return [p for p in sorted({q for pat in patterns for q in results.glob(pat)})
             if not any(part.startswith(".") for part in p.relative_to(results).parts)]

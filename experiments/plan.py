@@ -101,12 +101,14 @@ class Estimate:
     def line(self) -> str:
         traffic = "unknown before running" if self.traffic_s is None else clock(self.traffic_s)
         wall = "unknown" if self.wall_s is None else f"about {clock(self.wall_s)}"
-        return f"{self.points} runs, traffic {traffic}, wall {wall} ({self.basis})"
+        runs = f"{self.points} run" + ("" if self.points == 1 else "s")
+        return f"{runs}, traffic {traffic}, wall {wall} ({self.basis})"
 
 
 def estimate(experiment: str, cfg, traffic_fn, points: list | None = None,
-             history: History | None = None) -> Estimate:
-    """The wall time of `points` (default: all the config's)."""
+             history: History | None = None, machine: bool = True) -> Estimate:
+    """The wall time of `points` (default: all the config's); `machine=False`
+    for an experiment that computes and builds no network."""
     points = cfg.points() if points is None else points
     per_point = [traffic_fn(cfg, p) for p in points]
     known = None not in per_point
@@ -120,6 +122,8 @@ def estimate(experiment: str, cfg, traffic_fn, points: list | None = None,
             return Estimate(len(points), traffic, traffic + over * len(points),
                             f"{over:.0f} s a run besides traffic, the median of {len(overheads)} "
                             f"{experiment} runs this machine recorded at {size or 'this size'}")
+        if not machine:
+            return Estimate(len(points), traffic, None, "computed, no network; none recorded here yet")
         return Estimate(len(points), traffic, traffic + DEFAULT_OVERHEAD_S * len(points),
                         f"none recorded here yet: {DEFAULT_OVERHEAD_S:g} s a run besides traffic, "
                         "as FatTree(4) took on a 2-core machine")

@@ -29,7 +29,7 @@ def table() -> list[str]:
     for row in catalogue.rows().values():
         try:
             cfg = defaults(row)
-            est = plan.estimate(row.name, cfg, row.load("traffic"))
+            est = plan.estimate(row.name, cfg, row.load("traffic"), machine=row.machine)
             runs, wall = str(est.points), ("unknown" if est.wall_s is None else plan.clock(est.wall_s))
         except ConfigError as exc:      # a default this kernel cannot run
             runs, wall = "-", f"not here: {exc}"
@@ -74,7 +74,7 @@ def plan_text(row: catalogue.Row, cfg, args) -> str:
         t = traffic(cfg, point)
         lines.append(f"  [{i}/{len(points)}] {point_text(point, fields)}"
                      + ("" if t is None else f": {t:g} s of traffic"))
-    est = plan.estimate(row.name, cfg, traffic, points)
+    est = plan.estimate(row.name, cfg, traffic, points, machine=row.machine)
     lines.append(f"estimate: {est.line()}")
     lines.append(f"results: {cfg.results}/{row.layout}")
     if row.name == "fattree":
