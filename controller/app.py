@@ -20,12 +20,12 @@ Modes:
               of an edge uplink's flows to one core). New flows never wait.
 
 With a schedule interval (reactive only), Hedera's Global First Fit runs
-on top (controller/firstfit.py): every interval the controller reads each
-flow's byte count at its first switch, takes flows above a tenth of the link
-rate as large, estimates their demands, and re-points a large flow's entries
-along the first of its shortest paths with room for its demand. Each round
-goes to the schedule log (one JSON line: when, how long it took, the flows
-measured, the moves made).
+on top (controller/firstfit_rounds.py, deciding by controller/firstfit.py):
+every interval the controller reads each flow's byte count at its first
+switch, takes flows above a tenth of the link rate as large, estimates their
+demands, and re-points a large flow's entries along the first of its
+shortest paths with room for its demand. Each round goes to the schedule log
+(one JSON line: when, how long it took, the flows measured, the moves made).
 
 In both modes, ARP requests come to the controller, which answers with the
 target's MAC: nothing is flooded, so there are no loops to break. Other
@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import struct
 import threading
 import time
 
@@ -54,66 +53,24 @@ from os_ken.ofproto import ofproto_v1_5
 from controller import paths
 from controller.addressing import datapath_ids, host_mac, ofport
 from controller.ecmp_hash import ecmp_index, switch_seed
-from controller.firstfit import FirstFit, estimate_demands
-from controller.flowcounts import FlowCounts
+from controller.firstfit_rounds import FirstFitRounds
+from controller.flow_table import (ETH_ARP, ETH_IPV4, PRIO_ARP, PRIO_FLOW, PRIO_MISS, PRIO_ROUTE,
+                                   send_flow_mod)
+from controller.group_selection import SelectionMethod
 
 CONF = cfg.CONF
 CONF.register_cli_opts([
     cfg.StrOpt("ecmp-spec", default="", help="the fabric's pickled ControllerSpec"),
 ])
 
-ETH_IPV4, ETH_ARP = 0x0800, 0x0806
 # Every HEARTBEAT_S the controller sends each switch an echo request; the
 # replies are handled by the same event loop as packet-ins, so the newest
 # reply's time, in the status file, shows the loop is alive (the fabric calls
 # the controller hung when it is a few seconds old).
 HEARTBEAT_S = 0.5
-PRIO_FLOW, PRIO_ROUTE, PRIO_ARP, PRIO_MISS = 300, 200, 100, 0
-# Open vSwitch refreshes an OpenFlow entry's counters only when its
-# revalidators push the datapath's (every 500 ms by default), so replies
-# asked for more often repeat the same count. First fit takes a flow's rate
-# between the last two counts that differ, and a flow as gone only when its
-# count has not grown for this long (or two intervals, if longer). Taking
-# every repeated count as a stopped flow, first fit every 100 ms on
-# FatTree(4) freed and re-placed flows all the time: 2766 moves of 16 flows
-# in 1326 rounds, against 14-27 at 0.5-5 s.
-COUNTS_STALE_S = 1.5
-
-# Open vSwitch's group selection method property (include/openflow/netronome-ext.h):
-# experimenter property, NTR vendor id, type 1; then 4 pad bytes, the method
-# name (16 bytes), a 64-bit parameter (the hash basis) and the fields hashed,
-# each an OXM entry whose value is a mask.
-NTR_VENDOR_ID, NTRT_SELECTION_METHOD = 0x0000154D, 1
-OFPGPT_EXPERIMENTER = 0xFFFF
 
 
-def _oxm(field: int, length: int) -> int:
-    return (0x8000 << 16) | (field << 9) | length
-
-
-# ip_proto, ipv4_src, ipv4_dst, tcp_src, tcp_dst, udp_src, udp_dst: Open
-# vSwitch hashes the fields whose prerequisites a packet meets, so ICMP is
-# hashed on addresses and protocol only.
-HASH_FIELDS = (_oxm(10, 1), _oxm(11, 4), _oxm(12, 4), _oxm(13, 2), _oxm(14, 2),
-               _oxm(15, 2), _oxm(16, 2))
-
-
-class SelectionMethod:
-    """The group property, serialized by hand (os-ken has no class for it)."""
-
-    def __init__(self, method: str, param: int, fields=HASH_FIELDS):
-        self.method, self.param, self.fields = method, param, fields
-
-    def serialize(self) -> bytes:
-        body = struct.pack("!II4x16sQ", NTR_VENDOR_ID, NTRT_SELECTION_METHOD,
-                           self.method.encode(), self.param)
-        # Each field as an OXM entry whose value is the mask hashed: all ones.
-        body += b"".join(struct.pack("!I", f) + b"\xff" * (f & 0xFF) for f in self.fields)
-        length = 4 + len(body)
-        return struct.pack("!HH", OFPGPT_EXPERIMENTER, length) + body + bytes(-length % 8)
-
-
-class EcmpController(app_manager.OSKenApp):
+class EcmpController(FirstFitRounds, app_manager.OSKenApp):
     OFP_VERSIONS = [ofproto_v1_5.OFP_VERSION]
 
     def __init__(self, *args, **kwargs):
@@ -147,18 +104,7 @@ class EcmpController(app_manager.OSKenApp):
         self.counts = {"packet_in": 0, "arp_replies": 0, "flows_routed": 0, "unroutable": 0}
         self.last_echo = 0.0
         self._status_lock = threading.Lock()
-        # First fit (None: hashing only), and what it decides on: each TCP
-        # flow routed from its first switch, its path and its byte counts
-        # there. A flow silent for longer than its entries' idle timeout (and
-        # a round's reading) is forgotten: its entries are gone.
-        self.schedule_interval: float | None = spec.get("schedule_interval_s")
-        self.scheduler = (FirstFit(capacity_bps=spec["link_bps"])
-                          if self.schedule_interval else None)
-        self.schedule_log: str | None = spec.get("schedule_log")
-        # A count older than this is no measure of a flow's rate now.
-        self.counts_live_s = max(2 * (self.schedule_interval or 0), COUNTS_STALE_S)
-        self.flows = FlowCounts(forget_after_s=self.idle_timeout + self.counts_live_s)
-        self._flows_lock = threading.Lock()
+        self._setup_first_fit(spec)
 
     # -- status for the harness -----------------------------------------------
     def _write_status(self) -> None:
@@ -207,9 +153,9 @@ class EcmpController(app_manager.OSKenApp):
                                       out_port=ofp.OFPP_ANY, out_group=ofp.OFPG_ANY))
         dp.send_msg(parser.OFPGroupMod(dp, command=ofp.OFPGC_DELETE, group_id=ofp.OFPG_ALL))
         to_controller = [parser.OFPActionOutput(ofp.OFPP_CONTROLLER, ofp.OFPCML_NO_BUFFER)]
-        self._flow(dp, PRIO_ARP, parser.OFPMatch(eth_type=ETH_ARP), to_controller)
-        self._flow(dp, PRIO_MISS, parser.OFPMatch(),
-                   to_controller if self.mode == "reactive" else [])
+        send_flow_mod(dp, PRIO_ARP, parser.OFPMatch(eth_type=ETH_ARP), to_controller)
+        send_flow_mod(dp, PRIO_MISS, parser.OFPMatch(),
+                      to_controller if self.mode == "reactive" else [])
         if self.mode == "proactive":
             self._install_routes(dp, switch)
         dp.send_msg(parser.OFPBarrierRequest(dp))
@@ -239,24 +185,14 @@ class EcmpController(app_manager.OSKenApp):
             match = parser.OFPMatch(eth_type=ETH_IPV4, ipv4_dst=dest)
             if len(ports) == 1:
                 [port] = ports
-                self._flow(dp, PRIO_ROUTE, match, [parser.OFPActionOutput(ofport(port))])
+                send_flow_mod(dp, PRIO_ROUTE, match, [parser.OFPActionOutput(ofport(port))])
                 continue
             buckets = [parser.OFPBucket(bucket_id=i, actions=[parser.OFPActionOutput(ofport(p))])
                        for i, p in enumerate(sorted(ports))]
             dp.send_msg(parser.OFPGroupMod(dp, command=ofp.OFPGC_ADD, type_=ofp.OFPGT_SELECT,
                                            group_id=group_id, buckets=buckets,
                                            properties=[SelectionMethod("hash", basis)]))
-            self._flow(dp, PRIO_ROUTE, match, [parser.OFPActionGroup(group_id)])
-
-    def _flow(self, dp, priority: int, match, actions, idle_timeout: int = 0,
-              modify: bool = False) -> None:
-        """Add an entry; `modify`: change the actions of the entry with this
-        exact match and priority instead (its counters stay)."""
-        parser = dp.ofproto_parser
-        inst = [parser.OFPInstructionActions(dp.ofproto.OFPIT_APPLY_ACTIONS, actions)] if actions else []
-        command = dp.ofproto.OFPFC_MODIFY_STRICT if modify else dp.ofproto.OFPFC_ADD
-        dp.send_msg(parser.OFPFlowMod(dp, command=command, priority=priority, match=match,
-                                      instructions=inst, idle_timeout=idle_timeout))
+            send_flow_mod(dp, PRIO_ROUTE, match, [parser.OFPActionGroup(group_id)])
 
     @set_ev_cls(ofp_event.EventOFPErrorMsg, [CONFIG_DISPATCHER, MAIN_DISPATCHER])
     def error(self, ev) -> None:
@@ -354,74 +290,11 @@ class EcmpController(app_manager.OSKenApp):
                 continue
             parser = hop_dp.ofproto_parser
             modify = i == 0 and first_modify
-            self._flow(hop_dp, PRIO_FLOW, parser.OFPMatch(in_port=ofport(inp), **fields),
-                       [parser.OFPActionOutput(ofport(outp))],
-                       idle_timeout=0 if modify else self.idle_timeout, modify=modify)
+            send_flow_mod(hop_dp, PRIO_FLOW, parser.OFPMatch(in_port=ofport(inp), **fields),
+                          [parser.OFPActionOutput(ofport(outp))],
+                          idle_timeout=0 if modify else self.idle_timeout, modify=modify)
 
-    # -- first fit ------------------------------------------------------------------
-    def _schedule(self) -> None:
-        while True:
-            hub.sleep(self.schedule_interval)
-            try:
-                self._schedule_round()
-            except Exception:       # a bad round must not end the scheduler
-                self.logger.exception("first fit round failed")
-
-    def _schedule_round(self) -> None:
-        """Decide on the byte counts the last round asked for, carry out the
-        moves, log the round, and ask every first switch for its counts."""
-        started = time.monotonic()
-        live_after = started - self.counts_live_s
-        with self._flows_lock:
-            forgotten = self.flows.forget_quiet(started)
-            rates = self.flows.rates(live_after)
-            current = {key: self.flows.path(key) for key in rates}
-        large = {k for k, r in rates.items() if r >= self.scheduler.threshold_bps}
-        demands = estimate_demands({k: (k[0], k[1]) for k in large}, self.scheduler.capacity_bps)
-        moves = self.scheduler.round(rates, {k: self._paths(k[0], k[1]) for k in large},
-                                     current, demands_bps=demands)
-        for move in moves:
-            self._install(move.flow, move.new, first_modify=True)
-            with self._flows_lock:
-                self.flows.moved(move.flow, move.new)
-        self.counts["schedule_rounds"] = self.counts.get("schedule_rounds", 0) + 1
-        self.counts["flows_moved"] = self.counts.get("flows_moved", 0) + len(moves)
-        if self.schedule_log:
-            entry = {"time": time.time(), "decision_s": round(time.monotonic() - started, 6),
-                     "flows": len(rates), "large": len(large),
-                     "tracked": len(self.flows), "forgotten": forgotten,
-                     "moves": [{"flow": list(m.flow), "from": [h[0] for h in m.old or ()],
-                                "to": [h[0] for h in m.new],
-                                "demand_mbps": round(m.rate_bps / 1e6, 3)} for m in moves]}
-            with open(self.schedule_log, "a") as f:
-                f.write(json.dumps(entry) + "\n")
-        with self._flows_lock:
-            first_switches = self.flows.first_switches()
-        for switch in sorted(first_switches):
-            dp = self.datapaths.get(switch)
-            if dp is not None:
-                # Flow descriptions, which carry the counters: Open vSwitch refuses
-                # OpenFlow 1.5's separate flow stats request (OFPMP_FLOW_STATS)
-                # with a bad-multipart error.
-                dp.send_msg(dp.ofproto_parser.OFPFlowDescStatsRequest(dp))    # every entry
-
-    @set_ev_cls(ofp_event.EventOFPFlowDescStatsReply, MAIN_DISPATCHER)
-    def flow_stats(self, ev) -> None:
-        """Keep the byte count of each routed flow's entry at its first switch."""
-        switch = self.switch_at.get(ev.msg.datapath)
-        now = time.monotonic()
-        with self._flows_lock:
-            for stat in ev.msg.body:
-                if stat.priority != PRIO_FLOW:
-                    continue
-                m = stat.match
-                key = (m.get("ipv4_src"), m.get("ipv4_dst"), m.get("ip_proto"),
-                       m.get("tcp_src"), m.get("tcp_dst"))
-                path = self.flows.path(key)
-                if path is None or (path[0][0], ofport(path[0][1])) != (switch, m.get("in_port")):
-                    continue
-                self.flows.count(key, now, int(stat.stats["byte_count"]))
-
+    # -- paths -----------------------------------------------------------------------
     def _paths(self, src: str, dst: str) -> list[paths.Path]:
         key = (src, dst)
         if key not in self.paths_cache:

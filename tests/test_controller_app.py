@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 
 from controller.addressing import datapath_ids, host_mac, ofport
-from controller.app import HASH_FIELDS, NTR_VENDOR_ID, SelectionMethod
+from controller.group_selection import HASH_FIELDS, NTR_VENDOR_ID, SelectionMethod
 from dctopo import FatTree, TwoPaths
 
 
