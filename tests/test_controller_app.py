@@ -105,7 +105,7 @@ def test_a_switch_is_configured_before_os_ken_has_set_its_datapath_id(tmp_path):
 
 
 def test_a_start_timeout_quotes_the_log_of_that_start(tmp_path):
-    from emulator.fabrics.openflow import _log_excerpt
+    from emulator.fabrics.openflow_controller import _log_excerpt
     log = tmp_path / "controller.log"
     log.write_text("--- controller start 1 (proactive)\nunknown datapath 7\n"
                    "--- controller start 2 (proactive)\ne0_0 (0000000000000001) connected, proactive\n"
