@@ -6,22 +6,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from base.errors import ConfigError
+from base.options import option
 
 
 @dataclass(frozen=True)
 class LinkParams:
     """What every link of the fabric is shaped to, in both directions."""
-    bw_mbps: float = 10.0
-    queue_pkts: int = 100
+    bw_mbps: float = option(10.0, flag="--bw", metavar="MBPS", help="link rate in Mb/s")
+    queue_pkts: int = option(100, flag="--queue", metavar="PKTS",
+                             help="queue length in packets; a host's in 1514-byte frames' worth of bytes")
     # Segmentation offloads on the hosts' interfaces. Off, every packet in the
     # fabric is one MTU frame, so a switch's queue limit in packets means
     # packets (a host's own queue still holds TCP's GSO packets: README,
     # "What a run is", item 3).
-    offload: bool = False
+    offload: bool = option(False, flag="--offload", help="leave TSO/GSO on at the hosts (switch "
+                           "queue limits then count superpackets)")
     # One-way propagation delay, its jitter (uniform within +-jitter, never
     # reordering) and random loss, each applied in both directions as
     # Mininet's TCLink does (emulator/links.py says how, with or without netem).
-    delay_ms: float = 0.0
+    delay_ms: float = option(0.0, flag="--delay", metavar="MS", help="one-way delay of a link in ms")
     jitter_ms: float = 0.0
     loss_pct: float = 0.0
 

@@ -8,29 +8,21 @@ import argparse
 from pathlib import Path
 
 from base.files import check_folder_path
-from base.flowsizes import EmpiricalSizes
-from experiments.config import (CC_SCHEMES, COUPLED_CONGESTION_CONTROLS, DHFT_SWEEPS,
-                                MAX_SUBFLOWS, WIFI3G_SCHEMES, WIFI3G_SWEEPS, LINKFAILURE_SCHEMES,
-                                WORKLOADS, CcCompareConfig, ConfigError, DhftConfig, LinkParams, ModelConfig,
-                                LinkFailureConfig, OVERSUB_MATRICES, OVERSUB_SWEEPS, OversubConfig,
-                                TOPOLOGY_NAMES, TopologiesConfig, FILESIZE_SCHEMES, FilesizeConfig,
-                                SHORTFLOWS_SCHEMES, ShortflowsConfig, TRANSFERS_SWEEPS, TransfersConfig,
-                                SCHEDULING_SCHEMES, SchedulingConfig,
-                                MANYTOONE_DEFAULT, MANYTOONE_SCHEMES, ManyToOneConfig,
-                                PROVISIONED_SCHEMES, ProvisionedConfig,
-                                SweepConfig, Wifi3GConfig, coupled_cc_supported, default_cc,
-                                default_fabric)
-from experiments.config.oversub import OVERSUB_KS, arity_words
-from experiments.config.scheduling import MAX_DILATION
+from experiments.config import (FILESIZE_SCHEMES, MAX_SUBFLOWS, PROVISIONED_SCHEMES,
+                                TRANSFERS_SWEEPS, WIFI3G_SCHEMES, WIFI3G_SWEEPS, WORKLOADS,
+                                ConfigError, DhftConfig, FilesizeConfig, LinkFailureConfig,
+                                LinkParams, ManyToOneConfig, ModelConfig, OversubConfig,
+                                ProvisionedConfig, SchedulingConfig, ShortflowsConfig, SweepConfig,
+                                TopologiesConfig, TransfersConfig, Wifi3GConfig, default_fabric)
+from experiments.config.algorithms import AlgorithmsConfig, HotspotConfig
 from experiments.config.shortflows import FILE_BYTES
+from harness.declared import command
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
-                                    add_driver_option, add_fabric_option, add_link_options, add_long_flow_options,
-                                    add_name_list, add_number_list, add_rack_sweep_options,
-                                    add_results_options, add_seed_option, add_timing_options,
-                                    scaled_warmup_help,
-                                    delayed_link,
-                                    finite, long_flow_command, name_list, number_list,
-                                    resolve_cc, shared_config, subcommand_parser)
+                                    add_driver_option, add_fabric_option, add_link_options,
+                                    add_name_list, add_number_list, add_results_options,
+                                    add_seed_option, add_timing_options, delayed_link, finite,
+                                    name_list, number_list, resolve_cc, scaled_warmup_help,
+                                    subcommand_parser)
 
 # A run drives one iperf3 client and one server per flow; beyond this many
 # flows the machine spends itself on processes (all_to_all at k=6: 2862).
@@ -177,90 +169,19 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
     return cfg, args
 
 
-def model_parser() -> argparse.ArgumentParser:
-    d = ModelConfig()
-    p = subcommand_parser("model", "Paper Fig. 6: the subflow model's load variance, computed (no network).")
-    p.add_argument("--k", default=",".join(map(str, d.ks)),
-                   help="comma list of FatTree arities (default %(default)s)")
-    p.add_argument("--subflows-max", type=int, default=d.max_subflows,
-                   help="subflows m = 1..this (%(default)s)")
-    add_results_options(p)
-    return p
-
-
-def model_config_from_args(argv: list[str]) -> tuple[ModelConfig, argparse.Namespace]:
-    args = model_parser().parse_args(argv)
-    check_folder_path(args.results, "--results")
-    cfg = ModelConfig(ks=number_list(args.k, "--k", int), max_subflows=args.subflows_max,
-                      results=Path(args.results))
-    cfg.validate()
-    return cfg, args
-
-
-def dhft_parser() -> argparse.ArgumentParser:
-    d = DhftConfig()
-    p = subcommand_parser("dhft", "E7: dual-homed FatTree, throughput against locality and load.")
-    p.add_argument("--hosts-per-rack", type=int, default=None,
-                   help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
-    add_rack_sweep_options(p, d, DHFT_SWEEPS, ", split over both interfaces")
-    return p
-
-
-def oversub_parser() -> argparse.ArgumentParser:
-    d = OversubConfig()
-    p = subcommand_parser("oversub", "E8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP "
-                          "against load and locality (paper Fig. 7-8).")
-    p.add_argument("--ratio", type=int, default=d.ratio,
-                   help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple "
-                        "(%(default)s)")
-    add_name_list(p, "--matrices", d.matrices, OVERSUB_MATRICES, "the load sweep's matrices, ")
-    add_rack_sweep_options(p, d, OVERSUB_SWEEPS, arities=arity_words(OVERSUB_KS))
-    return p
-
-
-def topologies_parser() -> argparse.ArgumentParser:
-    d = TopologiesConfig()
-    p = subcommand_parser("topologies", "E9: FatTree, VL2 and BCube under a permutation, TCP against "
-                          "MPTCP (paper Fig. 4-5).")
-    add_name_list(p, "--topologies", d.topologies, TOPOLOGY_NAMES)
-    p.add_argument("--subflows", default=",".join(map(str, d.subflows)),
-                   help="comma list of subflow counts, 1 = TCP (default %(default)s)")
-    add_long_flow_options(p, d)
-    return p
-
-
-# The long-flow experiments' `argv -> (config, args)`, each from its parser.
-dhft_config_from_args = long_flow_command(dhft_parser, DhftConfig, lambda a: dict(
-    k=a.k, hosts_per_rack=a.hosts_per_rack, sweeps=name_list(a.sweeps),
-    localities=number_list(a.localities, "--localities"), loads=number_list(a.loads, "--loads"),
-    subflows=a.subflows))
-oversub_config_from_args = long_flow_command(oversub_parser, OversubConfig, lambda a: dict(
-    k=a.k, ratio=a.ratio, sweeps=name_list(a.sweeps), matrices=name_list(a.matrices),
-    loads=number_list(a.loads, "--loads"), localities=number_list(a.localities, "--localities"),
-    subflows=a.subflows))
-topologies_config_from_args = long_flow_command(topologies_parser, TopologiesConfig, lambda a: dict(
-    topologies=name_list(a.topologies), subflows=number_list(a.subflows, "--subflows", int)))
-
-
-def linkfailure_parser() -> argparse.ArgumentParser:
-    d = LinkFailureConfig()
-    p = subcommand_parser("linkfailure", "Fig. 19: a DHFT core link at a tenth of its rate mid-run, "
-                                         "TCP against MPTCP.")
-    p.add_argument("--k", type=int, default=d.k, help="DHFT arity, 4 or 8 (%(default)s)")
-    p.add_argument("--hosts-per-rack", type=int, default=None,
-                   help="hosts on each pair of edge switches (default the paper's 2k/3, rounded)")
-    add_name_list(p, "--schemes", d.schemes, LINKFAILURE_SCHEMES)
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help="MPTCP subflows per connection, split over both interfaces (%(default)s)")
-    p.add_argument("--factor", type=finite, default=d.factor,
-                   help="the degraded link's share of its rate (%(default)s)")
-    add_long_flow_options(p, d)
-    return p
-
-
-linkfailure_config_from_args = long_flow_command(linkfailure_parser, LinkFailureConfig, lambda a: dict(
-    k=a.k, hosts_per_rack=a.hosts_per_rack, schemes=name_list(a.schemes), subflows=a.subflows,
-    factor=a.factor))
+model_parser, model_config_from_args = command(
+    "model", ModelConfig, "Paper Fig. 6: the subflow model's load variance, computed (no network).")
+dhft_parser, dhft_config_from_args = command(
+    "dhft", DhftConfig, "E7: dual-homed FatTree, throughput against locality and load.")
+oversub_parser, oversub_config_from_args = command(
+    "oversub", OversubConfig, "E8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP against load "
+    "and locality (paper Fig. 7-8).")
+linkfailure_parser, linkfailure_config_from_args = command(
+    "linkfailure", LinkFailureConfig, "Fig. 19: a DHFT core link at a tenth of its rate mid-run, "
+    "TCP against MPTCP.")
+topologies_parser, topologies_config_from_args = command(
+    "topologies", TopologiesConfig, "E9: FatTree, VL2 and BCube under a permutation, TCP against "
+    "MPTCP (paper Fig. 4-5).")
 
 
 def filesize_parser() -> argparse.ArgumentParser:
@@ -340,105 +261,18 @@ def switch_paths(text: str) -> tuple[tuple[str, ...], ...] | None:
     return tuple(tuple(hop.strip() for hop in path.split("-")) for path in text.split(",") if path.strip())
 
 
-def shortflows_parser() -> argparse.ArgumentParser:
-    d = ShortflowsConfig()
-    p = subcommand_parser("shortflows", f"Paper Fig. 12: {FILE_BYTES // 1000} KB files by TCP beside long flows of each "
-                                        "scheme on the 4:1 oversubscribed FatTree.")
-    p.add_argument("--k", type=int, default=d.k, help=f"switch arity, {arity_words(OVERSUB_KS)} (%(default)s)")
-    p.add_argument("--ratio", type=int, default=d.ratio,
-                   help="oversubscription: hosts per rack over its k/2 uplinks (%(default)s)")
-    p.add_argument("--schemes", default=None,
-                   help=f"the long flows': comma list of {', '.join(SHORTFLOWS_SCHEMES)} "
-                        "(default all that this kernel can run)")
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help="subflows of a multipath long flow (%(default)s)")
-    p.add_argument("--long-share", type=finite, default=d.long_share,
-                   help="share of the hosts that send a long flow (a third)")
-    p.add_argument("--file-bytes", type=int, default=None, help=f"short file size ({FILE_BYTES})")
-    p.add_argument("--file-cdf", default=None, metavar="FILE",
-                   help="draw the short files' sizes from a CDF file instead: lines "
-                        "'<size bytes> <cumulative fraction>' (README)")
-    p.add_argument("--interval", type=finite, default=None,
-                   help="mean seconds between one host's files (the paper's 0.2 at 100 Mb/s, "
-                        f"times 100/bw, times the files' mean size over {FILE_BYTES // 1000} KB)")
-    add_long_flow_options(p, d, cc=False)
-    return p
+shortflows_parser, shortflows_config_from_args = command(
+    "shortflows", ShortflowsConfig, f"Paper Fig. 12: {FILE_BYTES // 1000} KB files by TCP beside "
+    "long flows of each scheme on the 4:1 oversubscribed FatTree.")
+scheduling_parser, scheduling_config_from_args = command(
+    "scheduling", SchedulingConfig, "Paper Fig. 13: Hedera's first fit at several intervals against "
+    "TCP over ECMP and MPTCP, closed-loop flows of VL2-like sizes on FatTree(k), "
+    "openflow-reactive fabric.")
 
 
-def shortflows_config_from_args(argv: list[str]) -> tuple[ShortflowsConfig, argparse.Namespace]:
-    args = shortflows_parser().parse_args(argv)
-    schemes, note = kernel_schemes(args.schemes, SHORTFLOWS_SCHEMES)
-    cfg, args = shared_config(ShortflowsConfig, args, k=args.k, ratio=args.ratio, schemes=schemes,
-                              subflows=args.subflows, long_share=args.long_share,
-                              file_bytes=args.file_bytes, interval_s=args.interval,
-                              file_cdf=EmpiricalSizes.from_option(args.file_cdf))
-    args.notes = [note]     # the long flows' cc is each scheme's, not the default
-    return cfg, args
-
-
-def scheduling_parser() -> argparse.ArgumentParser:
-    d = SchedulingConfig()
-    p = subcommand_parser("scheduling", "Paper Fig. 13: Hedera's first fit at several intervals against "
-                                        "TCP over ECMP and MPTCP, closed-loop flows of VL2-like sizes "
-                                        "on FatTree(k), openflow-reactive fabric.")
-    p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
-    add_name_list(p, "--schemes", d.schemes, SCHEDULING_SCHEMES)
-    p.add_argument("--intervals", default=",".join(f"{t:g}" for t in d.intervals_s),
-                   help="first fit's intervals in seconds, comma list (the paper's %(default)s)")
-    p.add_argument("--subflows", type=int, default=d.subflows, help="MPTCP's subflows (%(default)s)")
-    p.add_argument("--dilation", type=float, default=d.dilation,
-                   help="stretch time F times: flows F times longer and first fit F times less "
-                        "often, so a flow lives F times more round trips (1..%g; %%(default)g)"
-                        % MAX_DILATION)
-    add_long_flow_options(p, d, driver=False)   # its flows are the transfer driver's
-    return p
-
-
-scheduling_config_from_args = long_flow_command(scheduling_parser, SchedulingConfig, lambda a: dict(
-    k=a.k, schemes=name_list(a.schemes), intervals_s=number_list(a.intervals, "--intervals"),
-    subflows=a.subflows, dilation=a.dilation))
-
-
-def kernel_schemes(given: str | None, choices: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
-    """(schemes, note): the schemes asked for, refused in one line if this
-    kernel cannot run a coupled one of them; or by default every scheme it
-    can run, the note saying which were left out and why."""
-    coupled = lambda s: CC_SCHEMES.get(s, ("",))[0] in COUPLED_CONGESTION_CONTROLS  # noqa: E731
-    if given is None:
-        if coupled_cc_supported():
-            return choices, ""
-        schemes = tuple(s for s in choices if not coupled(s))
-        return schemes, f"default schemes {','.join(schemes)}: " + default_cc()[1].split(": ", 1)[1]
-    schemes = name_list(given)
-    asked = [s for s in schemes if coupled(s)]
-    if asked and not coupled_cc_supported():
-        raise ConfigError(f"--schemes {','.join(asked)}: " + default_cc()[1].split(": ", 1)[1])
-    return schemes, ""
-
-
-def manytoone_parser() -> argparse.ArgumentParser:
-    d = ManyToOneConfig()
-    p = subcommand_parser("manytoone", "BCube many-to-one (paper §4.3.1): every host reads from its "
-                                       "neighbours, TCP against EWTCP and LIA.")
-    p.add_argument("--schemes", default=None,
-                   help=f"comma list of {', '.join(MANYTOONE_SCHEMES)} (default "
-                        f"{','.join(MANYTOONE_DEFAULT)}, the paper's, where this kernel can run them)")
-    p.add_argument("--n", type=int, default=d.n, help="BCube(n, k): switch ports (%(default)s)")
-    p.add_argument("--k", type=int, default=d.k,
-                   help="BCube(n, k): levels above the first (%(default)s)")
-    p.add_argument("--subflows", type=int, default=None,
-                   help="subflows of a multipath scheme (default one per level, k+1)")
-    add_long_flow_options(p, d, cc=False)
-    return p
-
-
-def manytoone_config_from_args(argv: list[str]) -> tuple[ManyToOneConfig, argparse.Namespace]:
-    args = manytoone_parser().parse_args(argv)
-    schemes, note = kernel_schemes(args.schemes, MANYTOONE_DEFAULT)
-    cfg, args = shared_config(ManyToOneConfig, args, schemes=schemes, n=args.n, k=args.k,
-                              subflows_given=args.subflows)
-    args.notes = [note]     # each scheme names its own cc
-    return cfg, args
+manytoone_parser, manytoone_config_from_args = command(
+    "manytoone", ManyToOneConfig, "BCube many-to-one (paper §4.3.1): every host reads from its "
+    "neighbours, TCP against EWTCP and LIA.")
 
 
 def transfers_parser() -> argparse.ArgumentParser:
@@ -468,57 +302,8 @@ transfers_config_from_args = _own_config_command(transfers_parser, lambda a, cc:
     link=LinkParams(bw_mbps=a.bw, queue_pkts=a.queue), seed=a.seed, cc=cc, results=Path(a.results)))
 
 
-def cc_compare_parser(experiment: str) -> argparse.ArgumentParser:
-    d = CcCompareConfig(experiment=experiment)
-    hot = experiment == "hotspot"
-    p = subcommand_parser(experiment,
-                          "E6: a core link at a tenth of its rate mid-run, per congestion control."
-                          if hot else "E5: congestion controls compared on FatTree one_to_one.")
-    p.add_argument("--k", type=int, default=d.k, help="FatTree arity, 4, 6 or 8 (%(default)s)")
-    p.add_argument("--schemes", default=None,
-                   help=f"comma list of {', '.join(CC_SCHEMES)} (default all that this kernel can run)")
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help="subflows of the MPTCP schemes (%(default)s)")
-    add_timing_options(p, 60.0 if hot else d.time_s,
-                       "seconds of traffic counted, after the warm-up (%(default)s)"
-                       + ("; the link is slow during its middle third" if hot else ""),
-                       warmup_help=scaled_warmup_help(d.warmup_at_10mbps))
-    add_link_options(p)
-    add_seed_option(p, d.seed)
-    add_fabric_option(p, d.fabric)
-    if hot:
-        p.add_argument("--hot-factor", type=finite, default=d.hot_factor,
-                       help="the hot link's share of its rate while slowed (%(default)s)")
-    add_results_options(p)
-    return p
-
-
-def cc_compare_config_from(experiment: str):
-    def config_from(argv: list[str]) -> tuple[CcCompareConfig, argparse.Namespace]:
-        args = cc_compare_parser(experiment).parse_args(argv)
-        schemes, note = _default_schemes() if args.schemes is None else (name_list(args.schemes), "")
-        check_folder_path(args.results, "--results")
-        cfg = CcCompareConfig(
-            experiment=experiment, k=args.k, schemes=schemes,
-            subflows=args.subflows, link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue),
-            time_s=args.time, warmup_s=args.warmup, seed=args.seed, fabric=args.fabric,
-            hot_factor=getattr(args, "hot_factor", CcCompareConfig.hot_factor),
-            results=Path(args.results))
-        cfg.validate()
-        args.notes = [note]
-        return cfg, args
-    return config_from
-
-
-algorithms_parser, hotspot_parser = (lambda: cc_compare_parser("algorithms"),
-                                     lambda: cc_compare_parser("hotspot"))
-algorithms_config_from_args = cc_compare_config_from("algorithms")
-hotspot_config_from_args = cc_compare_config_from("hotspot")
-
-
-def _default_schemes() -> tuple[tuple[str, ...], str]:
-    """Every scheme, less the coupled ones where the kernel cannot run them."""
-    if coupled_cc_supported():
-        return tuple(CC_SCHEMES), ""
-    kept = tuple(s for s in CC_SCHEMES if CC_SCHEMES[s][0] not in COUPLED_CONGESTION_CONTROLS)
-    return kept, (f"default schemes {','.join(kept)}: " + default_cc()[1].split(": ", 1)[1])
+algorithms_parser, algorithms_config_from_args = command(
+    "algorithms", AlgorithmsConfig, "E5: congestion controls compared on FatTree one_to_one.")
+hotspot_parser, hotspot_config_from_args = command(
+    "hotspot", HotspotConfig, "E6: a core link at a tenth of its rate mid-run, per congestion "
+    "control; the link is slow during the counted time's middle third.")

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 
-from base.files import check_folder_path
 from experiments.config import (CONGESTION_CONTROLS, DRIVERS, FABRICS, WARMUP_MAX_S, WARMUP_MIN_S,
                                 WARMUP_S_AT_10MBPS, ConfigError, LinkParams, default_cc)
 
@@ -120,42 +118,13 @@ def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) ->
 
 
 def add_results_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", default="results", help="results folder (results)")
+    p.add_argument("--results", default="results", metavar="DIR", help="results folder (default: results)")
     p.add_argument("--no-plots", action="store_true",
                    help="runs only, no figures (./plot.py RESULTS draws them later)")
     p.add_argument("--plan", action="store_true",
                    help="print the runs, their traffic, the estimated wall time and the capacity "
                         "verdict, then stop: builds nothing, needs no root")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
-
-
-def add_rack_sweep_options(p: argparse.ArgumentParser, d, sweeps: tuple[str, ...],
-                           subflows_where: str = "", arities: str = "4 or 8") -> None:
-    """The arity, the locality and load sweeps of E7 and E8, then the long-flow options."""
-    p.add_argument("--k", type=int, default=d.k, help=f"switch arity, {arities} (%(default)s)")
-    add_name_list(p, "--sweeps", d.sweeps, sweeps)
-    add_number_list(p, "--localities", d.localities, "fractions of rack-local flows of the locality sweep")
-    add_number_list(p, "--loads", d.loads, "connections per host of the load sweep")
-    p.add_argument("--subflows", type=int, default=d.subflows,
-                   help=f"MPTCP subflows per connection{subflows_where} (%(default)s)")
-    add_long_flow_options(p, d)
-
-
-def add_long_flow_options(p: argparse.ArgumentParser, d, cc: bool = True, driver: bool = True) -> None:
-    """The options of LongFlowSettings (E7, E8, E9), with config `d`'s
-    defaults; without --cc where the experiment's schemes name theirs, and
-    without --driver where its flows are not long flows."""
-    add_timing_options(p, d.time_s, "seconds of traffic counted per run, after the warm-up (%(default)s)")
-    p.add_argument("--bw", type=finite, default=d.link.bw_mbps, help="host link rate in Mb/s (%(default)s)")
-    p.add_argument("--queue", type=int, default=d.link.queue_pkts,
-                   help="queue length in packets; a host's in 1514-byte frames' worth of bytes (%(default)s)")
-    add_seed_option(p, d.seed)
-    if cc:
-        add_cc_option(p)
-    add_fabric_option(p, d.fabric)
-    if driver:
-        add_driver_option(p, d.driver)
-    add_results_options(p)
 
 
 def number_list(text: str, flag: str, kind=float) -> tuple:
@@ -170,28 +139,3 @@ def number_list(text: str, flag: str, kind=float) -> tuple:
 
 def name_list(text: str) -> tuple[str, ...]:
     return tuple(s.strip() for s in text.split(",") if s.strip())
-
-
-# -- configs from the shared options -------------------------------------------
-
-def shared_config(cls, args: argparse.Namespace, **specific):
-    """A config from the options every long-flow experiment shares (link,
-    timing, seed, cc, fabric, results) and its own (`specific`), checked."""
-    cc, cc_note = resolve_cc(getattr(args, "cc", None))
-    check_folder_path(args.results, "--results")
-    cfg = cls(link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue), time_s=args.time,
-              warmup_s=args.warmup, seed=args.seed, fabric=args.fabric, cc=cc,
-              results=Path(args.results),
-              **({"driver": args.driver} if "driver" in args else {}), **specific)
-    cfg.validate()
-    args.notes = [cc_note]
-    return cfg, args
-
-
-def long_flow_command(make_parser, cls, own_fields):
-    """`argv -> (config, args)` for a long-flow experiment: its parser, its
-    config class, and `own_fields(args)`, the fields only it has."""
-    def config_from(argv: list[str]):
-        args = make_parser().parse_args(argv)
-        return shared_config(cls, args, **own_fields(args))
-    return config_from

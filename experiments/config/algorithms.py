@@ -2,14 +2,16 @@
 with a hot spot."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, WarmupFromRate,
-                                       check_cc, check_choices, check_run_settings)
+from base.options import again, links, one_of_list, option
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
+                                       WarmupFromRate, check_cc, check_choices, check_run_settings,
+                                       coupled_cc_supported, default_cc, warmup_text)
 from experiments.config.fattree import SweepConfig
 
 # -- E5 and E6: congestion controls on the permutation, without and with a hot spot
@@ -31,16 +33,28 @@ class CcCompareConfig(WarmupFromRate):
     Its runs are the FatTree sweep's, so they take the sweep's warm-up."""
     warmup_at_10mbps = SweepConfig.warmup_at_10mbps     # a class constant, not a field
     experiment: str = "algorithms"
-    k: int = 4
-    schemes: tuple[str, ...] = tuple(CC_SCHEMES)
-    subflows: int = 8
-    link: LinkParams = field(default_factory=LinkParams)
-    time_s: float = 40.0
-    warmup_s: float | None = None
-    seed: int = 0
-    fabric: str = "l3"
-    hot_factor: float = 0.1
+    k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
+    schemes: tuple[str, ...] = option(tuple(CC_SCHEMES), flag="--schemes",
+                                      help=f"comma list of {', '.join(CC_SCHEMES)}",
+                                      default_text="all that this kernel can run")
+    subflows: int = option(8, flag="--subflows", metavar="N", help="subflows of the MPTCP schemes",
+                           parse=one_of_list("--subflows", "the MPTCP schemes' subflow count"))
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
+    time_s: float = again(LongFlowSettings, "time_s", 40.0)
+    warmup_s: float | None = option(None, flag="--warmup", metavar="S",
+                                    help="seconds of traffic before counting starts",
+                                    default_text=warmup_text(SweepConfig.warmup_at_10mbps))
+    seed: int = again(LongFlowSettings, "seed", 0)
+    fabric: str = again(LongFlowSettings, "fabric", "l3")
+    hot_factor: float = option(0.1, flag="--hot-factor", metavar="SHARE",
+                               help="the hot link's share of its rate while slowed")
     results: Path = Path("results")
+
+    @classmethod
+    def resolve(cls, given: dict) -> list[str]:
+        """By default every scheme this kernel can run."""
+        given["schemes"], note = kernel_schemes(given.get("schemes"), tuple(CC_SCHEMES))
+        return [note]
 
     @property
     def cc(self) -> str:
@@ -88,3 +102,32 @@ class CcCompareConfig(WarmupFromRate):
 
     def scheme_dir(self, scheme: str) -> Path:
         return records.cc_compare_scheme(self.results, self.experiment, self.k, scheme)
+
+
+def kernel_schemes(given: tuple[str, ...] | None,
+                   choices: tuple[str, ...]) -> tuple[tuple[str, ...], str]:
+    """(schemes, note): the schemes asked for, refused in one line if this
+    kernel cannot run a coupled one of them; or by default every one of
+    `choices` it can run, the note saying which were left out and why."""
+    coupled = [s for s in (choices if given is None else given)
+               if CC_SCHEMES.get(s, ("",))[0] in COUPLED_CONGESTION_CONTROLS]
+    if not coupled or coupled_cc_supported():
+        return (choices if given is None else given), ""
+    why = default_cc()[1].split(": ", 1)[1]
+    if given is not None:
+        raise ConfigError(f"--schemes {','.join(coupled)}: " + why)
+    kept = tuple(s for s in choices if s not in coupled)
+    return kept, f"default schemes {','.join(kept)}: " + why
+
+
+@dataclass(frozen=True)
+class AlgorithmsConfig(CcCompareConfig):
+    """`run_mptcp.sh algorithms` (paper Fig. 9-10): no link is slowed."""
+    HIDDEN_OPTIONS = ("hot_factor",)
+
+
+@dataclass(frozen=True)
+class HotspotConfig(CcCompareConfig):
+    """`run_mptcp.sh hotspot` (paper Fig. 11): a core link slowed mid-run."""
+    experiment: str = "hotspot"
+    time_s: float = again(LongFlowSettings, "time_s", 60.0)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from base.errors import ConfigError
 from base.links import LinkParams
+from base.options import links, option
 from base.platform import btf_has, openvswitch_kernel_datapath
 from kernel.coupled_cc import COUPLED
 
@@ -171,19 +172,33 @@ def check_driver(driver: str) -> None:
         raise ConfigError(f"unknown driver {driver!r}: choose one of {', '.join(DRIVERS)}")
 
 
+CC_DEFAULT_TEXT = "lia where the kernel can run it, else reno; the run says which"
+
+
+def warmup_text(at_10mbps: float) -> str:
+    """--warmup's default where it scales with the link rate."""
+    return f"{at_10mbps:g} at 10 Mb/s, times 10/bw, within {WARMUP_MIN_S:g}..{WARMUP_MAX_S:g}"
+
+
 @dataclass(frozen=True)
 class LongFlowSettings(WarmupFromRate):
     """What every long-flow experiment on racks (E7, E8, E9) is run with,
     besides its own sweep: links, run length, seed, fabric, cc, results,
-    and the traffic driver."""
-    link: LinkParams = field(default_factory=LinkParams)
-    time_s: float = 20.0
-    warmup_s: float | None = None              # None: default_warmup_s(link rate)
-    seed: int = 0
-    fabric: str = "l3"
-    cc: str = field(default_factory=machine_cc)
+    and the traffic driver; each declared once as its option."""
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
+    time_s: float = option(20.0, flag="--time", metavar="S",
+                           help="seconds of traffic counted per run, after the warm-up")
+    warmup_s: float | None = option(None, flag="--warmup", metavar="S",
+                                    help="seconds of traffic before counting starts",
+                                    default_text=warmup_text(WARMUP_S_AT_10MBPS))
+    seed: int = option(0, flag="--seed", metavar="N", help="traffic matrix and hash seed")
+    fabric: str = option("l3", flag="--fabric", help=f"{', '.join(FABRICS)}")
+    cc: str = option(factory=machine_cc, flag="--cc", default_text=CC_DEFAULT_TEXT,
+                     help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
     results: Path = Path("results")
-    driver: str = "iperf3"                     # what sends the flows (DRIVERS)
+    driver: str = option("iperf3", flag="--driver",
+                         help=f"what sends the flows: {', '.join(DRIVERS)} (socket opens every "
+                              "connection and its subflows before data flows)")
 
     def check_settings(self) -> None:
         check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
+from base.options import one_of_list, option
 from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices, check_lists_given
 
 # -- E7: dual-homed FatTree ----------------------------------------------------
@@ -42,14 +43,20 @@ class DhftPoint:
 @dataclass(frozen=True)
 class DhftConfig(LongFlowSettings):
     """Everything `run_mptcp.sh dhft` was asked to do."""
-    k: int = 4
-    hosts_per_rack: int | None = None          # None: the paper's round(2k/3)
-    sweeps: tuple[str, ...] = DHFT_SWEEPS
-    localities: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
+    k: int = option(4, flag="--k", metavar="K", help="switch arity, 4 or 8")
+    hosts_per_rack: int | None = option(None, flag="--hosts-per-rack", metavar="N",
+                                        help="hosts on each pair of edge switches",
+                                        default_text="the paper's 2k/3, rounded")
+    sweeps: tuple[str, ...] = option(DHFT_SWEEPS, flag="--sweeps", default_text="all",
+                                     help=f"comma list of {', '.join(DHFT_SWEEPS)}")
+    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities",
+                                           help="fractions of rack-local flows of the locality sweep")
     # Connections per host; below 1 only that share of the hosts sends (the
     # paper's light loads, where the core is not yet the bottleneck).
-    loads: tuple[float, ...] = (0.25, 0.5, 1, 2, 4)
-    subflows: int = 8                          # MPTCP's subflows, over both interfaces
+    loads: tuple[float, ...] = option((0.25, 0.5, 1, 2, 4), flag="--loads",
+                                      help="connections per host of the load sweep")
+    subflows: int = option(8, flag="--subflows", metavar="N", parse=one_of_list("--subflows", "MPTCP's subflow count"),
+                           help="MPTCP subflows per connection, split over both interfaces")
 
     @property
     def rack_size(self) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
+from base.options import again, option
 from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
 from experiments.config.dhft import DhftConfig
 
@@ -32,12 +33,14 @@ class LinkFailureConfig(LongFlowSettings):
     """Everything `run_mptcp.sh linkfailure` was asked to do: on DHFT(k), core
     link a0_0-c0 (both directions) runs at `factor` of its rate during the
     middle third of the counted time, once per scheme."""
-    k: int = 4
-    hosts_per_rack: int | None = None          # None: the paper's round(2k/3)
-    schemes: tuple[str, ...] = LINKFAILURE_SCHEMES
-    subflows: int = 8
-    factor: float = 0.1                        # the paper's 1 Gb/s -> 100 Mb/s
-    time_s: float = 60.0
+    k: int = option(4, flag="--k", metavar="K", help="DHFT arity, 4 or 8")
+    hosts_per_rack: int | None = again(DhftConfig, "hosts_per_rack", None)
+    schemes: tuple[str, ...] = option(LINKFAILURE_SCHEMES, flag="--schemes", default_text="all",
+                                      help=f"comma list of {', '.join(LINKFAILURE_SCHEMES)}")
+    subflows: int = again(DhftConfig, "subflows", 8)
+    factor: float = option(0.1, flag="--factor", metavar="SHARE",     # the paper's 1 Gb/s -> 100 Mb/s
+                           help="the degraded link's share of its rate")
+    time_s: float = again(LongFlowSettings, "time_s", 60.0)
 
     @property
     def dhft(self) -> DhftConfig:

@@ -2,13 +2,14 @@
 every host of a BCube reads from its neighbours, one scheme at a time."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.algorithms import CC_SCHEMES
+from experiments.config.algorithms import CC_SCHEMES, kernel_schemes
+from base.options import again, links, one_of_list, option
 from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
 
 # The paper's table: single-path TCP, EWTCP and MPTCP (LIA), the default;
@@ -35,15 +36,31 @@ class ManyToOnePoint:
 @dataclass(frozen=True)
 class ManyToOneConfig(LongFlowSettings):
     """Everything `run_mptcp.sh manytoone` was asked to do."""
-    schemes: tuple[str, ...] = MANYTOONE_DEFAULT
-    n: int = 4                  # BCube(n, k): switch ports
-    k: int = 1                  # levels - 1 (the paper's BCube(4,3) has 256 hosts)
+    HIDDEN_OPTIONS = ("cc",)            # each scheme names its own
+    schemes: tuple[str, ...] = option(
+        MANYTOONE_DEFAULT, flag="--schemes", help=f"comma list of {', '.join(MANYTOONE_SCHEMES)}",
+        default_text=f"{','.join(MANYTOONE_DEFAULT)}, the paper's, where this kernel can run them")
+    n: int = option(4, flag="--n", metavar="N", help="BCube(n, k): switch ports")
+    # levels - 1 (the paper's BCube(4,3) has 256 hosts); --k was its name.
+    k: int = option(1, flag="--levels", old=("--k",), metavar="K",
+                    help="BCube(n, k): levels above the first")
     # Subflows of a multipath scheme; None: one per level, as many as a
     # host has interfaces (one short path and k long ones to a neighbour).
-    subflows_given: int | None = None
-    time_s: float = 40.0
+    subflows_given: int | None = option(None, flag="--subflows", metavar="N",
+                                        parse=one_of_list("--subflows", "the multipath schemes' subflow count"),
+                                        help="subflows of a multipath scheme", default_text="one per level, k+1")
+    time_s: float = again(LongFlowSettings, "time_s", 40.0)
     # 5 Mb/s, as E9's BCube: the long paths relay through two hosts.
-    link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
+
+    @classmethod
+    def resolve(cls, given: dict) -> list[str]:
+        """The default schemes: the paper's, less what this kernel cannot run."""
+        if "schemes" in given:
+            given["schemes"], note = kernel_schemes(given["schemes"], MANYTOONE_SCHEMES)
+            return [note]
+        given["schemes"], note = kernel_schemes(None, MANYTOONE_DEFAULT)
+        return [note]
 
     @property
     def levels(self) -> int:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import ConfigError
+from base.options import option
 
 MODEL_K_MAX = 128               # 524288 hosts; the paper's figure stops at 48
 MODEL_SUBFLOWS_MAX = 64
@@ -15,8 +16,8 @@ MODEL_SUBFLOWS_MAX = 64
 class ModelConfig:
     experiment: str = "model"
     # The paper's Fig. 6 sizes run up to k=48 (27648 hosts).
-    ks: tuple[int, ...] = (4, 8, 16, 32, 48)
-    max_subflows: int = 16
+    ks: tuple[int, ...] = option((4, 8, 16, 32, 48), flag="--k", help="FatTree arities")
+    max_subflows: int = option(16, flag="--subflows-max", metavar="N", help="subflows m = 1..this")
     results: Path = Path("results")
 
     def validate(self) -> None:

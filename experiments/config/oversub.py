@@ -6,6 +6,7 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
+from base.options import one_of_list, option
 from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices, check_lists_given
 
 OVERSUB_SWEEPS = ("load", "locality")
@@ -28,8 +29,9 @@ def oversubscribed_hosts(k: int, ratio: int) -> int:
 @dataclass(frozen=True)
 class OversubscribedSettings(LongFlowSettings):
     """Long flows on FatTree(k, oversubscription=ratio): E8 and the short flows."""
-    k: int = 4
-    ratio: int = 4                                 # hosts per rack over rack uplinks
+    k: int = option(4, flag="--k", metavar="K", help="switch arity, 4, 6 or 8")
+    ratio: int = option(4, flag="--ratio", metavar="N",
+                        help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple")
 
     @property
     def hosts_per_rack(self) -> int:
@@ -71,13 +73,19 @@ class OversubPoint:
 @dataclass(frozen=True)
 class OversubConfig(OversubscribedSettings):
     """Everything `run_mptcp.sh oversub` was asked to do."""
-    sweeps: tuple[str, ...] = OVERSUB_SWEEPS
-    matrices: tuple[str, ...] = OVERSUB_MATRICES
+    sweeps: tuple[str, ...] = option(OVERSUB_SWEEPS, flag="--sweeps", default_text="all",
+                                     help=f"comma list of {', '.join(OVERSUB_SWEEPS)}")
+    matrices: tuple[str, ...] = option(OVERSUB_MATRICES, flag="--matrices", default_text="all",
+                                       help=f"the load sweep's: comma list of {', '.join(OVERSUB_MATRICES)}")
     # Connections per host. At k=4 and 4:1 there are 64 hosts: 1/64 is one
     # flow; the paper's peak is at 0.25, where the uplinks just fill.
-    loads: tuple[float, ...] = (0.0625, 0.125, 0.25, 0.5, 1, 2)
-    localities: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
-    subflows: int = 4                              # the paper's Fig. 7-8 MPTCP
+    loads: tuple[float, ...] = option((0.0625, 0.125, 0.25, 0.5, 1, 2), flag="--loads",
+                                      help="connections per host of the load sweep")
+    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities",
+                                           help="fractions of rack-local flows of the locality sweep")
+    subflows: int = option(4, flag="--subflows", metavar="N",   # the paper's Fig. 7-8 MPTCP
+                           parse=one_of_list("--subflows", "MPTCP's subflow count"),
+                           help="MPTCP subflows per connection")
 
     def validate(self) -> None:
         self.check_network()

@@ -4,13 +4,13 @@ over the controller's hash (ECMP), MPTCP over the same hash, and single-path
 TCP with Hedera's first fit run at several intervals."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes
-from base.links import LinkParams
+from base.options import again, one_of_list, option
 from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
 from experiments.config.fattree import MAX_SCHEDULE_S, MIN_SCHEDULE_S
 
@@ -76,15 +76,20 @@ class SchedulingConfig(LongFlowSettings):
     openflow-reactive by default: first fit is its controller's, and TCP and
     MPTCP run over the same controller's hash to compare with it. TCP and
     MPTCP may run on another fabric (their records are labelled with it)."""
-    k: int = 4
-    schemes: tuple[str, ...] = SCHEDULING_SCHEMES
-    intervals_s: tuple[float, ...] = PAPER_INTERVALS_S
-    subflows: int = 8                               # the paper's MPTCP in Fig. 13
+    HIDDEN_OPTIONS = ("driver",)        # its flows are the transfer driver's
+    k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
+    schemes: tuple[str, ...] = option(SCHEDULING_SCHEMES, flag="--schemes", default_text="all",
+                                      help=f"comma list of {', '.join(SCHEDULING_SCHEMES)}")
+    intervals_s: tuple[float, ...] = option(PAPER_INTERVALS_S, flag="--intervals", metavar="S,...",
+                                            help="first fit's intervals in seconds (the paper's)")
+    subflows: int = option(8, flag="--subflows", metavar="N",      # the paper's MPTCP in Fig. 13
+                           parse=one_of_list("--subflows", "MPTCP's subflow count"), help="MPTCP's subflows")
     min_flow_bytes: int = MIN_FLOW_BYTES
-    time_s: float = 60.0
-    fabric: str = SCHEDULING_FABRIC
-    dilation: float = 1.0
-    link: LinkParams = field(default_factory=LinkParams)
+    time_s: float = again(LongFlowSettings, "time_s", 60.0)
+    fabric: str = again(LongFlowSettings, "fabric", SCHEDULING_FABRIC)
+    dilation: float = option(1.0, flag="--dilation", metavar="F",
+                             help="stretch time F times: flows F times longer and first fit F times "
+                                  f"less often, so a flow lives F times more round trips (1..{MAX_DILATION:g})")
 
     @property
     def size_scale(self) -> float:

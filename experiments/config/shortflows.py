@@ -3,16 +3,17 @@ scheme beside short single-path TCP transfers on the 4:1 oversubscribed
 FatTree."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes, FileSizes, FixedSize
 from base.links import LinkParams
-from experiments.config.algorithms import CC_SCHEMES
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS,
+from experiments.config.algorithms import CC_SCHEMES, kernel_schemes
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
                                        check_choices)
+from base.options import again, links, one_of_list, option
 from experiments.config.oversub import OversubscribedSettings
 
 # The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
@@ -38,21 +39,39 @@ class ShortflowsPoint:
 @dataclass(frozen=True)
 class ShortflowsConfig(OversubscribedSettings):
     """Everything `run_mptcp.sh shortflows` was asked to do."""
-    schemes: tuple[str, ...] = SHORTFLOWS_SCHEMES
-    subflows: int = 4                       # the long flows' under the multipath schemes (E8's)
-    long_share: float = 1 / 3               # of the hosts send a long flow, the rest short files
+    HIDDEN_OPTIONS = ("cc",)            # the long flows' cc is each scheme's
+    schemes: tuple[str, ...] = option(SHORTFLOWS_SCHEMES, flag="--schemes",
+                                      help=f"the long flows': comma list of {', '.join(SHORTFLOWS_SCHEMES)}",
+                                      default_text="all that this kernel can run")
+    subflows: int = option(4, flag="--subflows", metavar="N",   # E8's
+                           parse=one_of_list("--subflows", "the long flows' subflow count"),
+                           help="subflows of a multipath long flow")
+    long_share: float = option(1 / 3, flag="--long-share", metavar="SHARE", default_text="a third",
+                               help="share of the hosts that send a long flow")
     # One size for every file; None: the paper's 70 KB, unless file_cdf is
     # given. None rather than 70000 so that --file-bytes 70000 beside
     # --file-cdf is seen as the conflict it is.
-    file_bytes: int | None = None
+    file_bytes: int | None = option(None, flag="--file-bytes", metavar="BYTES", default_text=str(FILE_BYTES),
+                                    help="short file size")
     # Sizes from a CDF file instead of file_bytes (base/flowsizes.py).
-    file_cdf: EmpiricalSizes | None = None
+    file_cdf: EmpiricalSizes | None = option(None, flag="--file-cdf", metavar="FILE",
+                                             parse=EmpiricalSizes.from_option, default_text="none",
+                                             help="draw the short files' sizes from a CDF file instead: "
+                                                  "lines '<size bytes> <cumulative fraction>' (README)")
     # Mean gap between one host's short files. None: the paper's 200 ms at
     # 100 Mb/s scaled to the link rate and to the files' mean size, so short
     # files load a host's link by the same share (2.8 %).
-    interval_s: float | None = None
-    time_s: float = 40.0
-    link: LinkParams = field(default_factory=LinkParams)
+    interval_s: float | None = option(None, flag="--interval", metavar="S",
+                                      help="mean seconds between one host's files",
+                                      default_text=f"the paper's 0.2 at 100 Mb/s, times 100/bw, times "
+                                                   f"the files' mean size over {FILE_BYTES // 1000} KB")
+    time_s: float = again(LongFlowSettings, "time_s", 40.0)
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
+
+    @classmethod
+    def resolve(cls, given: dict) -> list[str]:
+        given["schemes"], note = kernel_schemes(given.get("schemes"), SHORTFLOWS_SCHEMES)
+        return [note]
 
     @property
     def interval(self) -> float:

@@ -1,12 +1,13 @@
 """E9's config: FatTree, VL2 and BCube side by side (paper §4.3.1, Fig. 4-5)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
+from base.options import links, option
 from experiments.config.common import LongFlowSettings, check_choices, check_subflow_counts
 
 # The networks, by name; what each is built as is experiments/topologies.py's.
@@ -32,11 +33,13 @@ class TopologyPoint:
 @dataclass(frozen=True)
 class TopologiesConfig(LongFlowSettings):
     """Everything `run_mptcp.sh topologies` was asked to do."""
-    topologies: tuple[str, ...] = TOPOLOGY_NAMES
-    subflows: tuple[int, ...] = (1, 2, 3, 4, 6, 8)
+    topologies: tuple[str, ...] = option(TOPOLOGY_NAMES, flag="--topologies", default_text="all",
+                                         help=f"comma list of {', '.join(TOPOLOGY_NAMES)}")
+    subflows: tuple[int, ...] = option((1, 2, 3, 4, 6, 8), flag="--subflows", metavar="LIST",
+                                       help="comma list of subflow counts, 1 = TCP")
     # 5 Mb/s: BCube's hosts relay through each other and its subflows detour;
     # BCube(3,2) ran at 40-69 % of two cores at 5 Mb/s (README, E9).
-    link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=5.0))
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
 
     def validate(self) -> None:
         check_choices("--topologies", "topology", self.topologies, TOPOLOGY_NAMES)

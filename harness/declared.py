@@ -1,0 +1,102 @@
+"""The command line of an experiment from its config's declared options
+(base/options.py): the parser, and `argv -> (config, args)`. A config's
+`link` declared with `links(...)` exposes the LinkParams options it names
+(each declared once in base/links.py). Standard library only."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from base.files import check_folder_path
+from base.links import LinkParams
+from base.options import KEY, LINKS, Option, convert, declared, kind_of
+from experiments.config.common import default_cc
+from harness.shared_options import add_results_options, subcommand_parser
+
+def _shown(value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _default(f: dataclasses.Field):
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+
+
+class _Noted(argparse.Action):
+    """Stores the text; an old spelling leaves a note saying the new one."""
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
+        if option_string != self.option_strings[0]:
+            namespace.notes.append(f"{option_string} is now {self.option_strings[0]} "
+                                   "(the old spelling still works)")
+
+
+def _add(p: argparse.ArgumentParser, f: dataclasses.Field, opt: Option, dest: str, default) -> None:
+    shown = opt.default_text if opt.default_text is not None else _shown(default)
+    help_text = f"{opt.help} (default: {shown})".replace("%", "%%")
+    kind = kind_of(f)
+    metavar = None if kind == "bool" else opt.metavar or ("LIST" if kind.startswith("tuple[") else None)
+    p.add_argument(opt.flag, *opt.old, dest=dest, default=None, action=_Noted,
+                   nargs=0 if kind == "bool" else None, metavar=metavar, help=help_text)
+
+
+def add_options(p: argparse.ArgumentParser, cls) -> None:
+    """Every option `cls` declares, less those it hides (`HIDDEN_OPTIONS`)."""
+    hidden = getattr(cls, "HIDDEN_OPTIONS", ())
+    p.set_defaults(notes=[])
+    for f in dataclasses.fields(cls):
+        if f.name in hidden:
+            continue
+        if LINKS in f.metadata:
+            link = _default(f)
+            for sub, opt in declared(LinkParams):
+                if sub.name in f.metadata[LINKS]:
+                    _add(p, sub, opt, f"{f.name}.{sub.name}", getattr(link, sub.name))
+        elif KEY in f.metadata:
+            _add(p, f, f.metadata[KEY], f.name, _default(f))
+
+
+def given(cls, args: argparse.Namespace) -> dict:
+    """The fields the command line set, converted and range-checked."""
+    values: dict = {}
+    for f in dataclasses.fields(cls):
+        if LINKS in f.metadata:
+            subs = {sub.name: convert(text, sub, opt) for sub, opt in declared(LinkParams)
+                    if (text := getattr(args, f"{f.name}.{sub.name}", None)) is not None}
+            if subs:
+                values[f.name] = dataclasses.replace(_default(f), **subs)
+        elif KEY in f.metadata and (text := getattr(args, f.name, None)) is not None:
+            values[f.name] = True if text is True else convert(text, f, f.metadata[KEY])
+    return values
+
+
+def command(name: str, cls, description: str):
+    """(parser, config_from) of an experiment whose options its config declares.
+    A config may define `resolve(given) -> notes` to fill defaults that depend
+    on this kernel (its schemes) before it is built."""
+    def parser() -> argparse.ArgumentParser:
+        p = subcommand_parser(name, description)
+        add_options(p, cls)
+        add_results_options(p)
+        return p
+
+    def config_from(argv: list[str]):
+        args = parser().parse_args(argv)
+        check_folder_path(args.results, "--results")
+        values = given(cls, args)
+        notes = list(args.notes)
+        if "cc" in {f.name for f, _ in declared(cls)} and "cc" not in values:
+            values["cc"], note = default_cc()
+            if "cc" not in getattr(cls, "HIDDEN_OPTIONS", ()):
+                notes.append(note)
+        if hasattr(cls, "resolve"):
+            notes += cls.resolve(values)
+        cfg = cls(results=Path(args.results), **values)
+        cfg.validate()
+        args.notes = [n for n in notes if n]
+        return cfg, args
+    return parser, config_from
