@@ -30,7 +30,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, note, save_figure
+from figures.drawing import Drawn, save_figure
+from figures.notes import note
+from figures.style import FLAG_COLOR
 
 SCHEMES = {"tcp": ("single-path TCP", "#7f7f7f"), "uncoupled": ("UNCOUPLED", "#d62728"),
            "ewtcp": ("EWTCP", "#ff7f0e"), "lia": ("MPTCP (LIA)", "#1f77b4"),

@@ -8,9 +8,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from figures.runs import (FLAG_COLOR, Run, common, flag_text, save_figure, seconds, subflow_color,
-                          subflow_label, sweep, tagged_lines)
+from figures.drawing import save_figure, tagged_lines
+from figures.runs import Run, common, flag_text, seconds, subflow_label, sweep
 from figures.samples import CpuStats
+from figures.style import FLAG_COLOR, subflow_color
 
 
 def k_color(i: int):

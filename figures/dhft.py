@@ -19,8 +19,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (connections_axis, FLAG_COLOR, Drawn, draw_sweeps, driver_text, mark_invalid,
-                          points_table, records_by_topology, reference_lines, save_sweep_figure, section_head)
+from figures.drawing import (Drawn, connections_axis, draw_sweeps, mark_invalid, reference_lines,
+                             save_sweep_figure)
+from figures.experiment_records import records_by_topology
+from figures.runs import driver_text
+from figures.style import FLAG_COLOR
+from figures.tables import points_table, section_head
 
 SCHEMES = {"tcp_dhft": ("TCP on DHFT", "#ff7f0e", "s"),
            "mptcp_dhft": ("MPTCP on DHFT", "#1f77b4", "o"),

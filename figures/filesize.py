@@ -16,7 +16,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import Drawn, draw_each, mark_invalid, note, save_figure, section_head
+from figures.drawing import Drawn, draw_each, mark_invalid, save_figure
+from figures.notes import note
+from figures.tables import section_head
 
 STYLE = {"tcp": ("TCP, one path", "#ff7f0e", "o"), "mptcp": ("MPTCP, two paths", "#1f77b4", "s")}
 # Paper Fig. 17 (Raiciu et al., SIGCOMM 2011, §5.2): two hosts with two

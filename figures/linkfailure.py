@@ -16,7 +16,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import driver_text, FLAG_COLOR, Drawn, draw_each, figure_tables, note, save_figure
+from figures.drawing import Drawn, draw_each, save_figure
+from figures.notes import note
+from figures.runs import driver_text
+from figures.style import FLAG_COLOR
+from figures.tables import figure_tables
 
 SCHEMES = {"tcp_dhft": ("TCP", "#ff7f0e"), "mptcp_dhft": ("MPTCP", "#1f77b4")}
 # Lines are moving means over this many one-second samples: an MPTCP flow's

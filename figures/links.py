@@ -5,8 +5,9 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from figures.runs import (Run, gaps_text, run_label, save_figure, subflow_color, title,
-                          tagged_lines, window_text)
+from figures.drawing import save_figure, tagged_lines
+from figures.runs import Run, gaps_text, run_label, title, window_text
+from figures.style import subflow_color
 
 PANELS = (("all", "Every switch port"), ("core", "Core switch ports (core→agg)"),
           ("aggregation", "Aggregation switch ports (→edge, →core)"),

@@ -14,7 +14,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import driver_text, Drawn, draw_each, figure_tables, runs_by_scheme, save_figure
+from figures.drawing import Drawn, draw_each, save_figure
+from figures.experiment_records import runs_by_scheme
+from figures.runs import driver_text
+from figures.tables import figure_tables
 
 STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4"),
          "olia": ("OLIA", "#9467bd"), "uncoupled": ("UNCOUPLED", "#d62728")}

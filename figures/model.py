@@ -26,8 +26,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import RUN_DIR, Drawn, parse_run, read_back, section_head
+from figures.drawing import Drawn, read_back
+from figures.runs import RUN_DIR, parse_run
 from figures.samples import SampleError, loads_by_face, read_ports
+from figures.tables import section_head
 
 PNG = "fattree-subflow-model.png"
 SOURCE = "Raiciu et al. 2011, §4.3.2 (Fig. 6): analytic model, permutation matrix, random routing"

@@ -22,8 +22,11 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (connections_axis, Drawn, draw_sweeps, driver_text, mark_invalid, records_by_topology,
-                          save_figure, save_sweep_figure, section_head)
+from figures.drawing import (Drawn, connections_axis, draw_sweeps, mark_invalid, save_figure,
+                             save_sweep_figure)
+from figures.experiment_records import records_by_topology
+from figures.runs import driver_text
+from figures.tables import section_head
 
 SWEEPS = ("load", "locality")
 MATRICES = {"permutation": ("permutation", "#1f77b4", "o"), "random": ("random", "#ff7f0e", "s")}

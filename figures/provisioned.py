@@ -17,7 +17,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import FLAG_COLOR, Drawn, draw_each, figure_tables, note, save_figure
+from figures.drawing import Drawn, draw_each, save_figure
+from figures.notes import note
+from figures.style import FLAG_COLOR
+from figures.tables import figure_tables
 
 PANELS = {"mptcp": "MPTCP (coupled), 4 paths", "uncoupled": "uncoupled MPTCP (reno), 4 paths",
           "mptcp_disjoint": "MPTCP (coupled), the 2 disjoint paths"}

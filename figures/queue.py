@@ -7,8 +7,10 @@ import matplotlib.pyplot as plt
 from matplotlib.collections import LineCollection
 import numpy as np
 
-from figures.runs import FLAG_COLOR, Run, gaps_text, run_label, save_figure, tagged_lines, title
+from figures.drawing import save_figure, tagged_lines
+from figures.runs import Run, gaps_text, run_label, title
 from figures.samples import Backlog
+from figures.style import FLAG_COLOR
 
 CORE_COLOR, BUSIEST_COLOR = "#1f77b4", "#ff7f0e"
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from base.files import atomic_write_text
 from kernel.coupled_cc import COUPLED
-from figures.runs import REFERENCE, REFERENCE_SOURCE, Drawn, Run, common, subflow_label, sweep, title
+from figures.drawing import Drawn
+from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
 
 # What README's "Coupled congestion control" section measured (bench/fairness.py,

@@ -9,9 +9,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.lines import Line2D
 
-from figures.runs import (FLAG_COLOR, Run, flag_text, gaps_text, save_figure, subflow_color,
-                          subflow_label, sweep, title, window_text)
+from figures.drawing import save_figure
+from figures.runs import Run, flag_text, gaps_text, subflow_label, sweep, title, window_text
 from figures.samples import RttStats
+from figures.style import FLAG_COLOR, subflow_color
 
 PACKET_BYTES = 1500
 

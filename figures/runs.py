@@ -1,19 +1,23 @@
-"""Runs as the figures see them: run.json read and checked, grouped per
-(topology, workload), plus the labels, colours and notes every figure shares."""
+"""The FatTree sweep's runs as the figures see them: run.json read and
+checked, grouped per (topology, workload), and the labels, titles and notes
+that name them (driver_text for every experiment's figures too).
+
+Drawing is figures/drawing.py's, colours figures/style.py's, the notes'
+list figures/notes.py's; NOTES, note and Drawn are also importable from
+here, where plot.py takes them."""
 from __future__ import annotations
 
 import json
-import textwrap
 import math
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
 import numpy as np
 
 from base import records
+from figures.drawing import Drawn  # noqa: F401  (plot.py imports it from here)
+from figures.notes import NOTES, note  # noqa: F401  (plot.py imports them from here)
 
 # Reference % of optimal for FatTree one_to_one, {(k, workload): {subflows: %}},
 # and where each set comes from (shown in the figure's legend and the report).
@@ -30,17 +34,7 @@ REFERENCE_SOURCE = {
     (4, "one_to_one"): "packet-level simulation of FatTree(4), not in the paper",
     (8, "one_to_one"): "paper Fig. 2 text: TCP < 50 %, MPTCP-8 90 %",
 }
-TCP_COLOR, MPTCP_COLOR, INVALID_COLOR, REFERENCE_COLOR = "#7f7f7f", "#1f77b4", "#d9d9d9", "#d62728"
-FLAG_COLOR = "#a00000"
 RUN_DIR = re.compile(r"flows(\d+)")
-
-NOTES: list[str] = []   # every note of this invocation, for the report
-
-
-def note(msg: str) -> None:
-    """One line on stderr (and kept for the report's notes)."""
-    NOTES.append(msg)
-    print(f"plot.py: {msg}", file=sys.stderr)
 
 
 class FlowPercents:
@@ -175,13 +169,6 @@ def flag_text(run: Run, most: int = 3) -> str:
     return ", ".join(shown) or "no flags"
 
 
-def subflow_color(n: int):
-    """TCP grey; MPTCP 2..8 subflows along viridis (dark to green), the same in every figure."""
-    if n == 1:
-        return TCP_COLOR
-    return matplotlib.colormaps["viridis"](min(0.85, 0.8 * (n - 2) / 6))
-
-
 def common(runs: dict[int, Run], field: str, unit: str = "", shown=str) -> str:
     """One config value shared by the runs (as `shown` writes it), or all
     of them marked as mixed."""
@@ -241,197 +228,3 @@ def gaps_text(runs: dict[int, Run], skipped: dict[int, str], what: str) -> str:
         parts.append(f"Not in this {what}: " + "; ".join(
             f"{subflow_label(n)} ({why})" for n, why in sorted(skipped.items())) + ".")
     return " ".join(parts)
-
-
-@dataclass
-class Drawn:
-    """What a figure shows, read back from its artists: the data of its
-    lines/bars (shape per figure) and every visible text (titles, labels,
-    legend entries, notes)."""
-    data: dict
-    texts: list[str]
-
-    def mentions(self, text: str) -> bool:
-        return any(text in t for t in self.texts)
-
-
-def read_back(fig, data: dict) -> Drawn:
-    from matplotlib.text import Text
-    return Drawn(data, [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text()])
-
-
-def tagged_lines(fig, tag: str):
-    """(what follows "tag:" in its gid, line) for every line of the figure
-    drawn with such a gid: how the readouts find the series they check."""
-    for ax in fig.axes:
-        for line in ax.lines:
-            gid = line.get_gid() or ""
-            if gid.startswith(tag + ":"):
-                yield gid[len(tag) + 1:], line
-
-
-def draw_each(plots: Path, items: dict, draw) -> dict[str, tuple[Path, "Drawn"]]:
-    """{name: (plots/<name>.png, draw(data, that path))} for every name and
-    data of `items`: the figure modules that draw one figure per setting."""
-    return {name: (plots / f"{name}.png", draw(data, plots / f"{name}.png"))
-            for name, data in items.items()}
-
-
-def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
-                reserve: float = 0.05, dpi: int = 110) -> Drawn:
-    """Write the notes (gaps, skipped runs) along the bottom, keeping
-    `reserve` of the height for them, save the figure as PNG, read back what
-    it shows (`readout(fig)`) and close it."""
-    import matplotlib.pyplot as plt
-    if notes:
-        fig.text(0.01, 0.002, textwrap.fill(notes, wrap), fontsize=8, color=FLAG_COLOR, va="bottom")
-        fig.get_layout_engine().set(rect=(0, reserve, 1, 1 - reserve))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
-    drawn = read_back(fig, readout(fig))
-    plt.close(fig)
-    return drawn
-
-
-def points_table(schemes: dict[str, list], scheme_names: dict[str, str], first_head: str,
-                 extra_heads: list[str], row) -> list[str]:
-    """A markdown table of a sweep: one row per x value seen in any scheme's
-    points (each with `.x`); `row(x, {scheme: its point at x or None})`
-    gives the row's cells, the first being x."""
-    lines = ["| " + " | ".join([first_head, *scheme_names.values(), *extra_heads]) + " |",
-             "| --- " * (1 + len(scheme_names) + len(extra_heads)) + "|"]
-    for x in sorted({p.x for pts in schemes.values() for p in pts}):
-        by = {s: next((p for p in schemes.get(s, []) if p.x == x), None) for s in scheme_names}
-        lines.append("| " + " | ".join(row(x, by)) + " |")
-    return lines
-
-
-def sweep_points(paths: list[Path], parse, sweeps, schemes) -> dict[str, dict[str, list]]:
-    """{sweep: {scheme: points sorted by x}} from the records at `paths`;
-    `parse(path)` gives (sweep, scheme, point). Unreadable records are noted
-    and skipped, and points of unknown sweeps or schemes are left out;
-    sweeps come in the order of `sweeps`."""
-    out: dict[str, dict[str, list]] = {}
-    for path in paths:
-        try:
-            sweep, scheme, point = parse(path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
-        if sweep in sweeps and scheme in schemes:
-            out.setdefault(sweep, {}).setdefault(scheme, []).append(point)
-    for by_scheme in out.values():
-        for pts in by_scheme.values():
-            pts.sort(key=lambda p: p.x)
-    return {s: out[s] for s in sweeps if s in out}
-
-
-def records_by_topology(results: Path, pattern: str, topology_dir, parse, sweeps,
-                        series) -> dict[str, dict[str, dict[str, list]]]:
-    """{topology folder: {sweep: {series: points sorted by x}}} of the
-    records matching `pattern` under folders named as `topology_dir` (a
-    compiled regex) matches; `parse` as sweep_points takes it."""
-    by_top: dict[str, list[Path]] = {}
-    for path in records.committed(results, pattern):
-        top = path.relative_to(results).parts[0]
-        if topology_dir.fullmatch(top):
-            by_top.setdefault(top, []).append(path)
-    return {top: points for top, paths in by_top.items()
-            if (points := sweep_points(paths, parse, sweeps, series))}
-
-
-def connections_axis(ax, xs: list[float], label: str) -> None:
-    """An x axis of connections per host: log 2, a tick at each value run."""
-    import matplotlib.pyplot as plt
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(xs)
-    ax.get_xaxis().set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.get_xaxis().set_minor_formatter(plt.NullFormatter())
-    ax.set_xlabel(label)
-
-
-def draw_sweeps(data: dict[str, dict[str, object]], plots: Path, draw: dict) -> dict:
-    """Figure "<topology>-<sweep>" of every sweep in `data` ({topology:
-    {sweep: its points}}), drawn by `draw[sweep](points, png)`:
-    {name: (png, what it shows)}."""
-    drawn = {}
-    for topology, sweeps in data.items():
-        for sweep, points in sweeps.items():
-            name = f"{topology}-{sweep}"
-            out = plots / f"{name}.png"
-            drawn[name] = (out, draw[sweep](points, out))
-    return drawn
-
-
-def read_records(results: Path, pattern: str, read):
-    """(path, read(record)) for every committed record matching `pattern`;
-    a record that cannot be read, or that `read` cannot make sense of, is
-    noted and skipped."""
-    for path in records.committed(results, pattern):
-        try:
-            run = read(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError, TypeError, IndexError, ZeroDivisionError) as exc:
-            note(f"skipped {path}: {exc}")
-            continue
-        yield path, run
-
-
-def runs_by_scheme(results: Path, pattern: str, read, figure_of, order) -> dict[str, dict[str, object]]:
-    """{figure name: {scheme: run}} from the records matching `pattern`:
-    `read(record)` makes a run with a `scheme` (read_records),
-    `figure_of(path)` names the figure a record belongs to; schemes outside
-    `order` are left out, the rest kept in its order."""
-    out: dict[str, dict[str, object]] = {}
-    for path, run in read_records(results, pattern, read):
-        if run.scheme in order:
-            out.setdefault(figure_of(path), {})[run.scheme] = run
-    return {name: {s: runs[s] for s in order if s in runs} for name, runs in sorted(out.items())}
-
-
-def section_head(text: str) -> list[str]:
-    """report.md lines of a section's title and paragraph, written as
-    "title\n\nparagraph" (wrapped): the paragraph becomes one line."""
-    title, paragraph = text.split("\n\n", 1)
-    return [title, "", " ".join(paragraph.split()), ""]
-
-
-def figure_tables(head: str, figures: dict[str, dict], columns: list[str], row) -> list[str]:
-    """report.md lines of a section of per-figure tables: the section head
-    (`section_head`), then per figure its image and a table, one row per run
-    (`row(key, run)` gives the cells); nothing where there are no figures."""
-    if not figures:
-        return []
-    lines = section_head(head)
-    for name, runs in figures.items():
-        lines += [f"![{name}](plots/{name}.png)", "", "| " + " | ".join(columns) + " |",
-                  "| --- " * len(columns) + "|"]
-        lines += ["| " + " | ".join(row(key, run)) + " |" for key, run in runs.items()]
-        lines.append("")
-    return lines
-
-
-def save_sweep_figure(fig, out: Path, readout_data: dict, flagged: list[str], ncol: int,
-                      what_is_flagged: str = "INVALID (red x)") -> "Drawn":
-    """A sweep figure's legend above it, the flagged points named under it,
-    and the PNG; `readout_data` is what the figure shows, for checking."""
-    fig.legend(loc="outside upper center", ncol=ncol, fontsize=8, frameon=False)
-    notes = (f"{what_is_flagged}: " + "; ".join(flagged)) if flagged else ""
-    return save_figure(fig, out, lambda _fig: readout_data, notes, wrap=120, reserve=0.08)
-
-
-def reference_lines(ax, lines: list[tuple[float, str]], at: float, va: str) -> None:
-    """Dashed horizontal lines, each labelled at `at` (axes fraction)."""
-    for y, label in lines:
-        ax.axhline(y, color="#999999", linestyle="--", linewidth=0.8, zorder=1)
-        ax.text(at, y, label, transform=ax.get_yaxis_transform(), va=va, fontsize=8, color="#666666")
-
-
-def mark_invalid(ax, label: str, points: list, x_of, y_of, where) -> list[str]:
-    """A red x on each invalid point (with `.valid`, `.flags`); returns
-    "<label> at <where(p)>: <flags>" for each."""
-    flagged = []
-    for p in points:
-        if not p.valid:
-            ax.plot(x_of(p), y_of(p), "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
-            flagged.append(f"{label} at {where(p)}: {', '.join(p.flags)}")
-    return flagged

@@ -16,7 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from figures.runs import Run, note
+from figures.notes import note
+from figures.runs import Run
 
 PORT = re.compile(r"(?P<node>[eac]\d+(?:_\d+)?)-eth(?P<port>\d+)")
 TIERS = ("core", "aggregation", "edge")

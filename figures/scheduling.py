@@ -19,7 +19,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import flowsizes, records
-from figures.runs import Drawn, draw_each, figure_tables, read_records, save_figure
+from figures.drawing import Drawn, draw_each, save_figure
+from figures.experiment_records import read_records
+from figures.tables import figure_tables
 
 COLORS = {"tcp": "#ff7f0e", "firstfit": "#2ca02c", "mptcp": "#1f77b4"}
 REACTIVE = "openflow-reactive"      # first fit's fabric; bars on another say which

@@ -7,9 +7,8 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from figures.runs import (INVALID_COLOR, MPTCP_COLOR, REFERENCE, REFERENCE_COLOR, REFERENCE_SOURCE,
-                          TCP_COLOR, Run,
-                          subflow_label, title)
+from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, subflow_label, title
+from figures.style import INVALID_COLOR, MPTCP_COLOR, REFERENCE_COLOR, TCP_COLOR
 
 
 def draw_bars(ax, runs: dict[int, Run], ref_pct: dict[int, float], ref_source: str) -> None:

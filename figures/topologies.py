@@ -17,8 +17,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import (driver_text, Drawn, FlowPercents, mark_invalid, note, save_figure,
-                          save_sweep_figure, section_head)
+from figures.drawing import Drawn, mark_invalid, save_figure, save_sweep_figure
+from figures.notes import note
+from figures.runs import FlowPercents, driver_text
+from figures.tables import section_head
 
 STYLE = {"fattree": ("FatTree", "#2ca02c", "^"), "vl2": ("VL2", "#1f77b4", "o"),
          "bcube": ("BCube", "#d62728", "s")}

@@ -17,7 +17,10 @@ import matplotlib
 import matplotlib.pyplot as plt
 
 from base import records
-from figures.runs import Drawn, draw_each, mark_invalid, note, read_records, save_figure, section_head
+from figures.drawing import Drawn, draw_each, mark_invalid, save_figure
+from figures.experiment_records import read_records
+from figures.notes import note
+from figures.tables import section_head
 
 
 class Point:

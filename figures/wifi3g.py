@@ -21,8 +21,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from base import records
-from figures.runs import (Drawn, mark_invalid, points_table, reference_lines,
-                          save_sweep_figure, section_head, sweep_points)
+from figures.drawing import Drawn, mark_invalid, reference_lines, save_sweep_figure
+from figures.experiment_records import sweep_points
+from figures.tables import points_table, section_head
 
 SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
            "tcp_3g": ("TCP over 3G", "#ff7f0e", "^"),
