@@ -1,0 +1,69 @@
+"""The flow-level model's config (paper Fig. 2-3; dctopo/flowlevel.py): which
+FatTree sizes, subflow counts, permutation seeds and equilibrium models.
+Nothing is emulated; the model is computed. Standard library only: the
+harness reads configs where numpy need not be importable."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from base.errors import ConfigError
+
+FLOWLEVEL_K_MIN, FLOWLEVEL_K_MAX = 4, 32     # 16 .. 8192 hosts; the paper's Fig. 2 is 8 and 32
+FLOWLEVEL_SUBFLOWS_MAX = 8                   # dctopo/flowlevel.py draws eight routes per connection
+# dctopo/flowlevel.py's MODELS (kept equal by tests/test_flowlevel.py); the first is its default
+FLOWLEVEL_MODELS = ("lia", "maxmin")
+
+
+@dataclass(frozen=True)
+class FlowLevelConfig:
+    experiment: str = "flowlevel"
+    # The paper's Fig. 2: 128 hosts (k=8) and 8192 (k=32).
+    ks: tuple[int, ...] = (8, 32)
+    subflows: tuple[int, ...] = tuple(range(1, FLOWLEVEL_SUBFLOWS_MAX + 1))
+    seeds: tuple[int, ...] = (0, 1, 2)
+    # Computed in this order; the first is the model the figures lead with
+    # (Fig. 2's black bars, Fig. 3's curves), the others are drawn beside it.
+    models: tuple[str, ...] = FLOWLEVEL_MODELS
+    results: Path = Path("results")
+
+    def validate(self) -> None:
+        _check_list("--k", self.ks, "a FatTree arity")
+        for k in self.ks:
+            if not _is_int(k) or k % 2 or not FLOWLEVEL_K_MIN <= k <= FLOWLEVEL_K_MAX:
+                raise ConfigError(f"--k {k}: a FatTree arity is even, within "
+                                  f"{FLOWLEVEL_K_MIN}..{FLOWLEVEL_K_MAX}")
+        _check_list("--subflows", self.subflows, "subflow count")
+        for m in self.subflows:
+            if not _is_int(m) or not 1 <= m <= FLOWLEVEL_SUBFLOWS_MAX:
+                raise ConfigError(f"--subflows {m}: must be within 1..{FLOWLEVEL_SUBFLOWS_MAX}")
+        _check_list("--seeds", self.seeds, "seed")
+        for s in self.seeds:
+            if not _is_int(s) or s < 0:
+                raise ConfigError(f"--seeds {s}: a seed is a whole number of at least 0")
+        _check_list("--model", self.models, "model")
+        for name in self.models:
+            if name not in FLOWLEVEL_MODELS:
+                raise ConfigError(f"--model {name}: one of {', '.join(FLOWLEVEL_MODELS)}")
+        if not isinstance(self.results, Path) or not str(self.results).strip():
+            raise ConfigError(f"--results {self.results!r}: give a folder")
+
+    def to_record(self) -> dict:
+        return {"k": list(self.ks), "subflows": list(self.subflows), "seeds": list(self.seeds),
+                "models": list(self.models)}
+
+    def points(self) -> list[tuple[int, int]]:
+        """(k, seed) in the order they are computed: each one permutation,
+        every subflow count and model on it (one progress line each)."""
+        return [(k, s) for k in self.ks for s in self.seeds]
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _check_list(flag: str, values, what: str) -> None:
+    if not values:
+        raise ConfigError(f"{flag}: give at least one {what}")
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{flag} {','.join(map(str, values))}: a {what} is given twice")
