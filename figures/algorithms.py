@@ -32,11 +32,10 @@ import matplotlib.pyplot as plt
 from base import records
 from figures.drawing import Drawn, save_figure
 from figures.notes import note
-from figures.style import FLAG_COLOR
+from figures.style import FLAG_COLOR, scheme_style
 
-SCHEMES = {"tcp": ("single-path TCP", "#7f7f7f"), "uncoupled": ("UNCOUPLED", "#d62728"),
-           "ewtcp": ("EWTCP", "#ff7f0e"), "lia": ("MPTCP (LIA)", "#1f77b4"),
-           "olia": ("OLIA", "#2ca02c")}
+SCHEMES = {"tcp": scheme_style("tcp", "single-path TCP"), "uncoupled": scheme_style("uncoupled"),
+           "ewtcp": scheme_style("ewtcp"), "lia": scheme_style("lia"), "olia": scheme_style("olia")}
 # Switch ports by the link their egress feeds. Hosts' own uplinks are not
 # switch ports: what a host's subflows lose in its own queue is not counted.
 LINK_KINDS = {"core": "Core links: agg→core and core→agg",
@@ -128,13 +127,13 @@ def _subtitle(runs: dict[str, SchemeRun]) -> str:
 
 
 def _style(run: SchemeRun) -> dict:
-    label, color = SCHEMES[run.scheme]
-    return {"color": color, "linestyle": "-" if run.valid else "--",
-            "label": label + ("" if run.valid else " (INVALID)")}
+    style = SCHEMES[run.scheme]
+    return {"color": style.colour, "linestyle": "-" if run.valid else "--",
+            "label": style.label + ("" if run.valid else " (INVALID)")}
 
 
 def _flag_notes(runs: dict[str, SchemeRun]) -> str:
-    bad = [f"{SCHEMES[s][0]}: {', '.join(r.record.get('flags') or [])}"
+    bad = [f"{SCHEMES[s].label}: {', '.join(r.record.get('flags') or [])}"
            for s, r in runs.items() if not r.valid]
     return ("INVALID (dashed): " + "; ".join(bad)) if bad else ""
 
@@ -221,7 +220,7 @@ def draw_hotspot(runs: dict[str, SchemeRun], out: Path) -> Drawn:
         ax.plot([i + 0.5 for i in range(len(rest))], rest, color="#1f77b4",
                 label=f"{len(mask) - sum(mask)} other flows")
         ax.set_ylim(0, min(top, 1.3 * r.record["config"]["bw_mbps"]))
-        ax.set_title(SCHEMES[s][0] + ("" if r.valid else " (INVALID)"), fontsize=10,
+        ax.set_title(SCHEMES[s].label + ("" if r.valid else " (INVALID)"), fontsize=10,
                      color="black" if r.valid else FLAG_COLOR)
         ax.set_xlabel("seconds since traffic started")
         ax.grid(alpha=0.3)
@@ -278,7 +277,7 @@ def report_lines(results: Path) -> list[str]:
                 sm = r.record["summary"]
                 cells = [f"{statistics.fmean(loss[x]):.2f}" if loss.get(x) else "–"
                          for x in LINK_KINDS]
-                lines.append(f"| {SCHEMES[s][0]} | {sm['mean_pct']:.1f} | {sm['p10_pct']:.1f} | "
+                lines.append(f"| {SCHEMES[s].label} | {sm['mean_pct']:.1f} | {sm['p10_pct']:.1f} | "
                              f"{sm['min_pct']:.1f} | {' | '.join(cells)} | "
                              f"{', '.join(r.record.get('flags') or []) or '–'} |")
         else:
@@ -297,7 +296,7 @@ def report_lines(results: Path) -> list[str]:
                     sel = [x for x, w in zip(xs, mask) if w == want]
                     return statistics.fmean(sel) if sel else float("nan")
                 eb, es, ob, os_ = m(before, True), m(slow, True), m(before, False), m(slow, False)
-                lines.append(f"| {SCHEMES[s][0]} | {eb:.2f} | {es:.2f} | "
+                lines.append(f"| {SCHEMES[s].label} | {eb:.2f} | {es:.2f} | "
                              f"{es / eb if eb else float('nan'):.2f} | {ob:.2f} | {os_:.2f} | "
                              f"{', '.join(r.record.get('flags') or []) or '–'} |")
         lines.append("")

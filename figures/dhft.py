@@ -23,12 +23,12 @@ from figures.drawing import (Drawn, connections_axis, draw_sweeps, mark_invalid,
                              save_sweep_figure)
 from figures.experiment_records import records_by_topology
 from figures.runs import driver_text
-from figures.style import FLAG_COLOR
+from figures.style import FLAG_COLOR, scheme_style
 from figures.tables import points_table, section_head
 
-SCHEMES = {"tcp_dhft": ("TCP on DHFT", "#ff7f0e", "s"),
-           "mptcp_dhft": ("MPTCP on DHFT", "#1f77b4", "o"),
-           "tcp_perfect": ("TCP on the perfect switch", "#2ca02c", "^")}
+SCHEMES = {"tcp_dhft": scheme_style("tcp", "TCP on DHFT"),
+           "mptcp_dhft": scheme_style("mptcp", "MPTCP on DHFT"),
+           "tcp_perfect": scheme_style("tcp_perfect")}
 SWEEPS = ("locality", "load")
 TOPOLOGY_DIR = re.compile(r"dhft(\d+)")
 
@@ -81,13 +81,13 @@ def draw_locality(schemes: dict[str, list[Point]], out: Path) -> Drawn:
         reference_lines(ax, [(2 * hosts * link, "two links per host (DHFT)"),
                              (hosts * link, "one link per host (perfect switch)")], 0.01, "bottom")
     flagged = []
-    for scheme, (label, color, marker) in SCHEMES.items():
+    for scheme, style in SCHEMES.items():
         pts = schemes.get(scheme, [])
         if not pts:
             continue
-        ax.plot([100 * p.x for p in pts], [p.aggregate_mbps for p in pts], color=color,
-                marker=marker, ms=6, linewidth=1.5, label=label, zorder=3)
-        flagged += mark_invalid(ax, label, pts, lambda p: 100 * p.x, lambda p: p.aggregate_mbps,
+        ax.plot([100 * p.x for p in pts], [p.aggregate_mbps for p in pts], color=style.colour,
+                marker=style.marker, ms=6, linewidth=1.5, label=style.label, zorder=3)
+        flagged += mark_invalid(ax, style.label, pts, lambda p: 100 * p.x, lambda p: p.aggregate_mbps,
                                 lambda p: f"{p.x:.0%} local")
     ax.set_xlabel("rack-local flows (%)")
     ax.set_ylabel("aggregate goodput (Mb/s)")
@@ -116,17 +116,17 @@ def relative_to_perfect(schemes: dict[str, list[Point]]) -> dict[str, list[tuple
 def draw_load(schemes: dict[str, list[Point]], out: Path) -> Drawn:
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     rel = relative_to_perfect(schemes)
-    ax.axhline(1.0, color=SCHEMES["tcp_perfect"][1], linestyle="--", linewidth=1.2,
-               label=SCHEMES["tcp_perfect"][0] + " (= 1)", zorder=2)
-    flagged = [_flagged(SCHEMES[s][0], p, f"{p.x:g} connections")
+    ax.axhline(1.0, color=SCHEMES["tcp_perfect"].colour, linestyle="--", linewidth=1.2,
+               label=SCHEMES["tcp_perfect"].label + " (= 1)", zorder=2)
+    flagged = [_flagged(SCHEMES[s].label, p, f"{p.x:g} connections")
                for s, pts in schemes.items() for p in pts if not p.valid]
     for scheme in ("tcp_dhft", "mptcp_dhft"):
-        label, color, marker = SCHEMES[scheme]
+        style = SCHEMES[scheme]
         pts = rel[scheme]
         if not pts:
             continue
-        ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], color=color, marker=marker, ms=6,
-                linewidth=1.5, label=label, zorder=3)
+        ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], color=style.colour,
+                marker=style.marker, ms=6, linewidth=1.5, label=style.label, zorder=3)
         for x, y, valid in pts:
             if not valid:
                 ax.plot(x, y, "x", color=FLAG_COLOR, ms=11, mew=2, zorder=4)
@@ -191,7 +191,7 @@ def report_lines(results: Path) -> list[str]:
                           if by[s] and perfect and perfect.aggregate_mbps > 0 else "–"
                           for s in ("mptcp_dhft", "tcp_dhft")]
                 return [f"{x:.0%}" if sweep == "locality" else f"{x:g}", *cells, *ratios]
-            lines += points_table(schemes, {s: SCHEMES[s][0] for s in SCHEMES}, head,
+            lines += points_table(schemes, {s: SCHEMES[s].label for s in SCHEMES}, head,
                                   ["MPTCP / perfect", "TCP / perfect"], row)
             if sweep == "locality":
                 cross = crossing(schemes)

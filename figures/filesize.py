@@ -18,9 +18,10 @@ import matplotlib.pyplot as plt
 from base import records
 from figures.drawing import Drawn, draw_each, mark_invalid, save_figure
 from figures.notes import note
+from figures.style import scheme_style
 from figures.tables import section_head
 
-STYLE = {"tcp": ("TCP, one path", "#ff7f0e", "o"), "mptcp": ("MPTCP, two paths", "#1f77b4", "s")}
+STYLE = {"tcp": scheme_style("tcp", "TCP, one path"), "mptcp": scheme_style("mptcp", "MPTCP, two paths")}
 # Paper Fig. 17 (Raiciu et al., SIGCOMM 2011, §5.2): two hosts with two
 # gigabit interfaces through one switch; TCP is quicker below about 150
 # packets, MPTCP above.
@@ -91,20 +92,21 @@ def draw(data: dict[str, list[Point]], out: Path) -> Drawn:
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.8), layout="constrained")
     flagged, shown = [], {}
     for scheme, pts in data.items():
-        name, color, marker = STYLE[scheme]
+        style = STYLE[scheme]
         xs = [p.size for p in pts]
         left.errorbar(xs, [p.median for p in pts],
                       yerr=[[p.median - p.p10 for p in pts], [p.p90 - p.median for p in pts]],
-                      color=color, marker=marker, ms=5, linewidth=1.5, capsize=2, label=name)
-        flagged += mark_invalid(left, name, pts, lambda p: p.size, lambda p: p.median,
+                      color=style.colour, marker=style.marker, ms=5, linewidth=1.5, capsize=2,
+                      label=style.label)
+        flagged += mark_invalid(left, style.label, pts, lambda p: p.size, lambda p: p.median,
                                 lambda p: f"{p.size} packets")
         shown[scheme] = [(p.size, round(p.median, 3), p.valid) for p in pts]
     tcp = {p.size: p.median for p in data.get("tcp", [])}
     mptcp = {p.size: p for p in data.get("mptcp", [])}
     sizes = sorted(set(tcp) & set(mptcp))
     ratios = [mptcp[s].median / tcp[s] for s in sizes]
-    right.plot(sizes, ratios, color=STYLE["mptcp"][1], marker="s", ms=5, linewidth=1.5,
-               label="MPTCP's time over TCP's")
+    right.plot(sizes, ratios, color=STYLE["mptcp"].colour, marker=STYLE["mptcp"].marker, ms=5,
+               linewidth=1.5, label="MPTCP's time over TCP's")
     right.axhline(1.0, color="#999999", linestyle="--", linewidth=0.8)
     share = right.twinx()
     share.plot(sizes, [100 * mptcp[s].second_subflow for s in sizes], color="#7f7f7f",

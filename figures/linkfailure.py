@@ -19,10 +19,10 @@ from base import records
 from figures.drawing import Drawn, draw_each, save_figure
 from figures.notes import note
 from figures.runs import driver_text
-from figures.style import FLAG_COLOR
+from figures.style import FLAG_COLOR, scheme_style
 from figures.tables import figure_tables
 
-SCHEMES = {"tcp_dhft": ("TCP", "#ff7f0e"), "mptcp_dhft": ("MPTCP", "#1f77b4")}
+SCHEMES = {"tcp_dhft": scheme_style("tcp"), "mptcp_dhft": scheme_style("mptcp")}
 # Lines are moving means over this many one-second samples: an MPTCP flow's
 # per-second goodput at the receiver swings between 0 and 16 Mb/s at 10 Mb/s
 # links (a first run here), which hides the shape the paper's Fig. 19 shows.
@@ -74,7 +74,7 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
                              layout="constrained", sharex=True)
     shown, flagged = {}, []
     for ax, (scheme, record) in zip(axes, runs.items()):
-        label, color = SCHEMES[scheme]
+        label = SCHEMES[scheme].label
         h = record["hot_link"]
         _shade(ax, record)
         crossing = 0
@@ -102,7 +102,7 @@ def draw(runs: dict[str, dict], out: Path) -> Drawn:
                          "crossing_flows": len(h["crossing_flows"]), "valid": record["valid"]}
     total = axes[-1]
     for scheme, record in runs.items():
-        label, color = SCHEMES[scheme]
+        label, color = SCHEMES[scheme].label, SCHEMES[scheme].colour
         series = [f.get("per_second_mbps") or [] for f in record["flows"]]
         length = max((len(s) for s in series), default=0)
         ys = smooth([sum(s[i] for s in series if i < len(s)) for i in range(length)])
@@ -145,7 +145,7 @@ def report_lines(results: Path) -> list[str]:
         h = r["hot_link"]
         agg, out, into = h["aggregate_mbps"], h["crossing_mbps"]["out"], h["crossing_mbps"]["in"]
         kept = "–" if h["aggregate_kept"] is None else f"{h['aggregate_kept']:.0%}"
-        return [f"{SCHEMES[scheme][0]}{'' if r['valid'] else ' !'}",
+        return [f"{SCHEMES[scheme].label}{'' if r['valid'] else ' !'}",
                 f"{_fmt(agg['before'])} / {_fmt(agg['during'])} / {_fmt(agg['after'])}", kept,
                 str(len(h["crossing_flows"])), f"{_fmt(out['before'])} / {_fmt(out['during'])}",
                 f"{_fmt(into['before'])} / {_fmt(into['during'])}", f"{h['degraded_mbps']:g} Mb/s"]

@@ -17,10 +17,10 @@ from base import records
 from figures.drawing import Drawn, draw_each, save_figure
 from figures.experiment_records import runs_by_scheme
 from figures.runs import driver_text
+from figures.style import scheme_style
 from figures.tables import figure_tables
 
-STYLE = {"tcp": ("TCP", "#ff7f0e"), "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4"),
-         "olia": ("OLIA", "#9467bd"), "uncoupled": ("UNCOUPLED", "#d62728")}
+STYLE = {s: scheme_style(s) for s in ("tcp", "ewtcp", "lia", "olia", "uncoupled")}
 # The paper's table (htsim, BCube(4,3), 100 Mb/s links; each host reads from
 # its 12 neighbours, so three of its four NICs can be filled: 300 Mb/s):
 # per-host read Mb/s, as % of those 300.
@@ -62,8 +62,8 @@ def draw(runs: dict[str, Run], out: Path) -> Drawn:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained",
                                       gridspec_kw={"width_ratios": [3, 2]})
     xs = np.arange(len(runs))
-    names = [STYLE[s][0] for s in runs]
-    colors = [STYLE[s][1] for s in runs]
+    names = [STYLE[s].label for s in runs]
+    colors = [STYLE[s].colour for s in runs]
     left.bar(xs, [r.pct for r in runs.values()], color=colors, width=0.6, alpha=0.85,
              hatch=[None if r.valid else "//" for r in runs.values()], label="here: mean per host")
     left.scatter(xs, [r.min_pct for r in runs.values()], marker="v", color="black", zorder=3,
@@ -90,7 +90,7 @@ def draw(runs: dict[str, Run], out: Path) -> Drawn:
     fig.suptitle(f"Many-to-one on BCube (paper §4.3.1)\n{_subtitle(runs)}", fontsize=8)
     shown = {s: {"read_pct": round(r.pct, 2), "min_pct": round(r.min_pct, 2),
                  "relayed_per_sent": r.relayed, "valid": r.valid} for s, r in runs.items()}
-    flagged = [f"{STYLE[s][0]}: {', '.join(r.flags)}" for s, r in runs.items() if not r.valid]
+    flagged = [f"{STYLE[s].label}: {', '.join(r.flags)}" for s, r in runs.items() if not r.valid]
     notes = ("INVALID (hatched): " + "; ".join(flagged)) if flagged else ""
     return save_figure(fig, out, lambda _fig: shown, notes, wrap=120, reserve=0.06)
 
@@ -117,5 +117,5 @@ def report_lines(results: Path) -> list[str]:
     return figure_tables(REPORT_HEAD, load(results), [
         "scheme", "per-host read, Mb/s", "% of its interfaces", "least-served host, %",
         "relayed per sent", "paper %"], lambda scheme, r: [
-        f"{STYLE[scheme][0]}{'' if r.valid else ' !'}", f"{r.record['read_mean_mbps']:.2f}",
+        f"{STYLE[scheme].label}{'' if r.valid else ' !'}", f"{r.record['read_mean_mbps']:.2f}",
         f"{r.pct:.1f}", f"{r.min_pct:.1f}", f"{r.relayed:.2f}", paper_cell(scheme)])

@@ -26,11 +26,12 @@ from figures.drawing import (Drawn, connections_axis, draw_sweeps, mark_invalid,
                              save_sweep_figure)
 from figures.experiment_records import records_by_topology
 from figures.runs import driver_text
+from figures.style import scheme_style
 from figures.tables import section_head
 
 SWEEPS = ("load", "locality")
 MATRICES = {"permutation": ("permutation", "#1f77b4", "o"), "random": ("random", "#ff7f0e", "s")}
-SCHEME_STYLE = {"tcp": ("TCP", "#ff7f0e", "s"), "mptcp": ("MPTCP", "#1f77b4", "o")}
+SCHEME_STYLE = {"tcp": scheme_style("tcp"), "mptcp": scheme_style("mptcp")}
 # Series keys: "<matrix>:<scheme>".
 SERIES = tuple(f"{m}:{s}" for m in MATRICES for s in SCHEME_STYLE)
 TOPOLOGY_DIR = re.compile(r"oversub(\d+)")
@@ -166,12 +167,13 @@ def draw_load(series: dict[str, list[Point]], out: Path) -> Drawn:
 def draw_locality(series: dict[str, list[Point]], out: Path) -> Drawn:
     fig, (agg, gain) = plt.subplots(1, 2, figsize=(11, 5), layout="constrained")
     flagged, shown = [], {}
-    for scheme, (label, color, marker) in SCHEME_STYLE.items():
+    for scheme, style in SCHEME_STYLE.items():
         pts = series.get(f"random:{scheme}", [])
         if pts:
-            agg.plot([100 * p.x for p in pts], [p.aggregate_mbps for p in pts], color=color,
-                     marker=marker, ms=6, linewidth=1.5, label=f"{label} aggregate", zorder=3)
-            flagged += mark_invalid(agg, label, pts, lambda p: 100 * p.x,
+            agg.plot([100 * p.x for p in pts], [p.aggregate_mbps for p in pts], color=style.colour,
+                     marker=style.marker, ms=6, linewidth=1.5, label=f"{style.label} aggregate",
+                     zorder=3)
+            flagged += mark_invalid(agg, style.label, pts, lambda p: 100 * p.x,
                                     lambda p: p.aggregate_mbps, lambda p: f"{p.x:.0%} local")
             shown[scheme] = [(p.x, p.aggregate_mbps, p.valid) for p in pts]
     agg.set_xlabel("rack-local flows (%)")

@@ -21,9 +21,10 @@ import numpy as np
 from base import flowsizes, records
 from figures.drawing import Drawn, draw_each, save_figure
 from figures.experiment_records import read_records
+from figures.style import scheme_style
 from figures.tables import figure_tables
 
-COLORS = {"tcp": "#ff7f0e", "firstfit": "#2ca02c", "mptcp": "#1f77b4"}
+COLORS = {s: scheme_style(s).colour for s in ("tcp", "firstfit", "mptcp")}
 REACTIVE = "openflow-reactive"      # first fit's fabric; bars on another say which
 SMOOTH_S = 5        # the per-second panel's moving mean: closed loops swing from second to second
 

@@ -17,10 +17,10 @@ from base import flowsizes, records
 from figures.drawing import Drawn, draw_each, save_figure
 from figures.experiment_records import runs_by_scheme
 from figures.runs import driver_text
+from figures.style import scheme_style
 from figures.tables import figure_tables
 
-STYLE = {"tcp": ("TCP", "#ff7f0e"), "uncoupled": ("UNCOUPLED", "#d62728"),
-         "ewtcp": ("EWTCP", "#2ca02c"), "lia": ("MPTCP (LIA)", "#1f77b4")}
+STYLE = {s: scheme_style(s) for s in ("tcp", "uncoupled", "ewtcp", "lia")}
 # Paper Fig. 12's text (htsim, 4:1 oversubscribed FatTree, 100 Mb/s links):
 # the long flows' mean throughput in Mb/s, so % of a host link; 65 is the
 # mean if every core link were saturated.
@@ -67,7 +67,7 @@ def draw(runs: dict[str, Run], out: Path) -> Drawn:
                                       gridspec_kw={"width_ratios": [3, 2]})
     shown, flagged = {}, []
     for scheme, run in runs.items():
-        name, color = STYLE[scheme]
+        name, color = STYLE[scheme].label, STYLE[scheme].colour
         if run.times:
             xs = np.sort(run.times)
             ys = np.arange(1, len(xs) + 1) / len(xs)
@@ -85,8 +85,8 @@ def draw(runs: dict[str, Run], out: Path) -> Drawn:
     left.legend(loc="lower right", fontsize=8, title="long flows' scheme", title_fontsize=8)
     left.set_title("Short files' completion times (CDF)", fontsize=9)
     xs = np.arange(len(runs))
-    names = [STYLE[s][0] for s in runs]
-    right.bar(xs, [r.long_pct for r in runs.values()], color=[STYLE[s][1] for s in runs], width=0.6,
+    names = [STYLE[s].label for s in runs]
+    right.bar(xs, [r.long_pct for r in runs.values()], color=[STYLE[s].colour for s in runs], width=0.6,
               label="here", hatch=None, alpha=0.85)
     right.scatter(xs, [PAPER_LONG_PCT[s] for s in runs], marker="_", s=600, color="black", zorder=3,
                   label="paper Fig. 12 (htsim, 100 Mb/s links)")
@@ -123,7 +123,7 @@ def report_lines(results: Path) -> list[str]:
     def row(scheme: str, r) -> list[str]:
         s = r.record["short"]
         cell = lambda v: "–" if v is None else f"{v:.0f}"
-        return [f"{STYLE[scheme][0]}{'' if r.valid else ' !'}", f"{s['completed']} of {s['files']}",
+        return [f"{STYLE[scheme].label}{'' if r.valid else ' !'}", f"{s['completed']} of {s['files']}",
                 cell(s["median_ms"]), cell(s["p90_ms"]), cell(s["p99_ms"]), f"{r.long_pct:.1f}",
                 str(PAPER_LONG_PCT[scheme])]
     return figure_tables(REPORT_HEAD, load(results), [

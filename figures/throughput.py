@@ -8,7 +8,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, subflow_label, title
-from figures.style import INVALID_COLOR, MPTCP_COLOR, REFERENCE_COLOR, TCP_COLOR
+from figures.style import INVALID_COLOR, REFERENCE_COLOR, scheme_style
+
+TCP, MPTCP = scheme_style("tcp"), scheme_style("mptcp")
 
 
 def draw_bars(ax, runs: dict[int, Run], ref_pct: dict[int, float], ref_source: str) -> None:
@@ -16,7 +18,7 @@ def draw_bars(ax, runs: dict[int, Run], ref_pct: dict[int, float], ref_source: s
     xs = list(range(min(runs), max(runs) + 1))
     present = [n for n in xs if n in runs]
     ax.bar(present, [runs[n].mean for n in present], width=0.7,
-           color=[(TCP_COLOR if n == 1 else MPTCP_COLOR) if runs[n].valid else INVALID_COLOR
+           color=[(TCP.colour if n == 1 else MPTCP.colour) if runs[n].valid else INVALID_COLOR
                   for n in present],
            edgecolor="black", linewidth=0.6, zorder=2)
     for rect, n in zip(ax.containers[-1], present):
@@ -46,8 +48,8 @@ def draw_bars(ax, runs: dict[int, Run], ref_pct: dict[int, float], ref_source: s
     ax.set_ylabel("Throughput (% of optimal)")
     ax.set_title("Mean throughput (paper Fig 2)", fontsize=10)
     ax.grid(axis="y", alpha=0.3, zorder=0)
-    legend = [Patch(fc=TCP_COLOR, ec="black", label="TCP"),
-              Patch(fc=MPTCP_COLOR, ec="black", label="MPTCP"),
+    legend = [Patch(fc=TCP.colour, ec="black", label=TCP.label),
+              Patch(fc=MPTCP.colour, ec="black", label=MPTCP.label),
               Patch(fc=INVALID_COLOR, ec="black", hatch="//", label="invalid run"),
               Line2D([], [], ls="", marker="_", color="black", ms=12, mew=1.5, label="p10 flow"),
               Line2D([], [], ls="", marker="v", color="black", ms=4, label="min flow")]
@@ -63,7 +65,7 @@ def draw_ranks(ax, runs: dict[int, Run], ref_pct: dict[int, float]) -> None:
     shown = sorted({n for n in (1, max(runs)) if n in runs})
     for n in shown:
         run = runs[n]
-        color = TCP_COLOR if n == 1 else MPTCP_COLOR
+        color = TCP.colour if n == 1 else MPTCP.colour
         label = "TCP" if n == 1 else f"MPTCP, {n} subflows"
         label += f" (mean {run.mean:.0f}%)" + ("" if run.valid else ", INVALID")
         ys = sorted(run.pcts)

@@ -20,6 +20,7 @@ from base import records
 from figures.drawing import Drawn, mark_invalid, save_figure, save_sweep_figure
 from figures.notes import note
 from figures.runs import FlowPercents, driver_text
+from figures.style import subflow_color
 from figures.tables import section_head
 
 STYLE = {"fattree": ("FatTree", "#2ca02c", "^"), "vl2": ("VL2", "#1f77b4", "o"),
@@ -105,12 +106,11 @@ def draw_rank(data: dict[str, list[Point]], out: Path) -> Drawn:
     fig, axes = plt.subplots(1, len(data), figsize=(4.5 * len(data), 4.5), layout="constrained",
                              squeeze=False)
     shown, flagged = {}, []
-    styles = ["#ff7f0e", "#1f77b4", "#9467bd"]
     for ax, (topology, pts) in zip(axes[0], data.items()):
-        for style, p in zip(styles, ranked_runs(pts)):
+        for p in ranked_runs(pts):
             label = "TCP" if p.x == 1 else f"MPTCP-{p.x}"
             ys = sorted(p.pcts)
-            ax.plot(range(1, len(ys) + 1), ys, color=style, linewidth=1.5,
+            ax.plot(range(1, len(ys) + 1), ys, color=subflow_color(p.x), linewidth=1.5,
                     linestyle="-" if p.valid else "--",
                     label=label + ("" if p.valid else " (INVALID)"))
             shown[f"{topology}:{p.x}"] = [round(y, 2) for y in ys]

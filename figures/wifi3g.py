@@ -23,14 +23,12 @@ import numpy as np
 from base import records
 from figures.drawing import Drawn, mark_invalid, reference_lines, save_sweep_figure
 from figures.experiment_records import sweep_points
+from figures.style import scheme_style
 from figures.tables import points_table, section_head
 
-SCHEMES = {"tcp_wifi": ("TCP over WiFi", "#2ca02c", "s"),
-           "tcp_3g": ("TCP over 3G", "#ff7f0e", "^"),
-           "mptcp": ("MPTCP (WiFi + 3G)", "#1f77b4", "o"),
-           # LIA with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h)
-           "mptcp_penalized": ("MPTCP + penalization (liap)", "#9467bd", "D"),
-           "mptcp_hold": ("MPTCP + hold (liab)", "#8c564b", "v")}
+SCHEMES = {"tcp_wifi": scheme_style("tcp_wifi"), "tcp_3g": scheme_style("tcp_3g"),
+           "mptcp": scheme_style("mptcp", "MPTCP (WiFi + 3G)"),
+           "mptcp_penalized": scheme_style("mptcp_penalized"), "mptcp_hold": scheme_style("mptcp_hold")}
 MPTCP_SCHEMES = ("mptcp", "mptcp_penalized", "mptcp_hold")
 # report.md's ratio columns, one per MPTCP scheme
 RATIO_HEADS = {"mptcp": "MPTCP / TCP over WiFi", "mptcp_penalized": "penalized / TCP over WiFi",
@@ -106,7 +104,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
         reference_lines(ax, [(wifi_cap + cell_cap, " both paths"), (wifi_cap, " WiFi path"),
                              (cell_cap, " 3G path")], 1.0, "center")
     flagged = []
-    for scheme, (label, color, marker) in SCHEMES.items():
+    for scheme, style in SCHEMES.items():
         pts = schemes.get(scheme, [])
         if not pts:
             continue
@@ -114,8 +112,9 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
         ax.errorbar(xs, [p.median for p in pts],
                     yerr=[[max(0.0, p.median - p.q25) for p in pts],
                           [max(0.0, p.q75 - p.median) for p in pts]],
-                    color=color, marker=marker, ms=5, capsize=3, linewidth=1.5, label=label, zorder=3)
-        flagged += mark_invalid(ax, label, pts, lambda p: p.x, lambda p: p.median, lambda p: f"{p.x:g}")
+                    color=style.colour, marker=style.marker, ms=5, capsize=3, linewidth=1.5,
+                    label=style.label, zorder=3)
+        flagged += mark_invalid(ax, style.label, pts, lambda p: p.x, lambda p: p.median, lambda p: f"{p.x:g}")
     # the CS244 '14 reproduction's "aggregate TCP": what the two TCP flows get, added up.
     wifi_by_x = {p.x: p.median for p in schemes.get("tcp_wifi", [])}
     cell_by_x = {p.x: p.median for p in schemes.get("tcp_3g", [])}
@@ -185,7 +184,7 @@ def report_lines(results: Path) -> list[str]:
             w = by["tcp_wifi"]
             return [f"{x:g}", *cells, *(f"{by[m].median / w.median:.2f}" if by[m] and w and w.median > 0
                                          else "–" for m in MPTCP_SCHEMES)]
-        lines += points_table(schemes, {s: SCHEMES[s][0] for s in SCHEMES}, xlabel,
+        lines += points_table(schemes, {s: SCHEMES[s].label for s in SCHEMES}, xlabel,
                               [RATIO_HEADS[m] for m in MPTCP_SCHEMES], row)
         lines.append("")
     return lines
