@@ -154,6 +154,11 @@ ROWS: dict[str, Row] = {row.name: row for row in (
         f"{_OPTIONS}:model_config_from_args", f"{_OPTIONS}:model_parser",
         "experiments.model:write_model", (f"model/{RECORD}",), "model/", "figures.model",
         traffic="experiments.plan:no_traffic", machine=False),
+    Row("flowlevel", "TCP against MPTCP-m on FatTree(k) up to 8192 hosts, a flow-level model",
+        "Fig. 2-3 (flow-level, 8192-host panel)", "sigcomm11",
+        f"{_OPTIONS}:flowlevel_config_from_args", f"{_OPTIONS}:flowlevel_parser",
+        "experiments.flowlevel:write_flowlevel", (f"flowlevel/ft*/{RECORD}",), "flowlevel/ft<k>/",
+        "figures.flowlevel", traffic="experiments.plan:no_traffic", machine=False),
 )}
 
 

@@ -73,7 +73,7 @@ def plan_text(row: catalogue.Row, cfg, args) -> str:
     for i, point in enumerate(points, 1):
         t = traffic(cfg, point)
         lines.append(f"  [{i}/{len(points)}] {point_text(point, fields)}"
-                     + ("" if t is None else f": {t:g} s of traffic"))
+                     + ("" if not t else f": {t:g} s of traffic"))
     est = plan.estimate(row.name, cfg, traffic, points, machine=row.machine)
     lines.append(f"estimate: {est.line()}")
     lines.append(f"results: {cfg.results}/{row.layout}")

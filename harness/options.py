@@ -15,6 +15,7 @@ from experiments.config import (FILESIZE_SCHEMES, MAX_SUBFLOWS, PROVISIONED_SCHE
                                 ProvisionedConfig, SchedulingConfig, ShortflowsConfig, SweepConfig,
                                 TopologiesConfig, TransfersConfig, Wifi3GConfig, default_fabric)
 from experiments.config.algorithms import AlgorithmsConfig, HotspotConfig
+from experiments.config.flowlevel import FlowLevelConfig
 from experiments.config.shortflows import FILE_BYTES
 from harness.declared import command
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_delayed_link_options,
@@ -169,6 +170,9 @@ def wifi3g_config_from_args(argv: list[str]) -> tuple[Wifi3GConfig, argparse.Nam
     return cfg, args
 
 
+flowlevel_parser, flowlevel_config_from_args = command(
+    "flowlevel", FlowLevelConfig, "Paper Fig. 2-3 computed by a flow-level model: FatTree(k) up "
+    "to k=32 (8192 hosts), TCP against MPTCP with 1..8 subflows on random paths (no network).")
 model_parser, model_config_from_args = command(
     "model", ModelConfig, "Paper Fig. 6: the subflow model's load variance, computed (no network).")
 dhft_parser, dhft_config_from_args = command(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import ConfigError
+from base.options import option
 
 FLOWLEVEL_K_MIN, FLOWLEVEL_K_MAX = 4, 32     # 16 .. 8192 hosts; the paper's Fig. 2 is 8 and 32
 FLOWLEVEL_SUBFLOWS_MAX = 8                   # dctopo/flowlevel.py draws eight routes per connection
@@ -19,12 +20,16 @@ FLOWLEVEL_MODELS = ("lia", "maxmin")
 class FlowLevelConfig:
     experiment: str = "flowlevel"
     # The paper's Fig. 2: 128 hosts (k=8) and 8192 (k=32).
-    ks: tuple[int, ...] = (8, 32)
-    subflows: tuple[int, ...] = tuple(range(1, FLOWLEVEL_SUBFLOWS_MAX + 1))
-    seeds: tuple[int, ...] = (0, 1, 2)
+    ks: tuple[int, ...] = option((8, 32), flag="--k", help="FatTree arities, even, 4..32")
+    subflows: tuple[int, ...] = option(tuple(range(1, FLOWLEVEL_SUBFLOWS_MAX + 1)), flag="--subflows",
+                                       help="subflow counts, 1 = TCP")
+    seeds: tuple[int, ...] = option((0, 1, 2), flag="--seeds", low=0, high=2 ** 32 - 1,
+                                    help="permutation and route seeds; the figure draws their spread")
     # Computed in this order; the first is the model the figures lead with
     # (Fig. 2's black bars, Fig. 3's curves), the others are drawn beside it.
-    models: tuple[str, ...] = FLOWLEVEL_MODELS
+    models: tuple[str, ...] = option(FLOWLEVEL_MODELS, flag="--model",
+                                     help=f"equilibrium models, comma list of {', '.join(FLOWLEVEL_MODELS)} "
+                                          "(dctopo/flowlevel.py); the first leads the figures")
     results: Path = Path("results")
 
     def validate(self) -> None:
