@@ -78,7 +78,7 @@ ROWS: dict[str, Row] = {row.name: row for row in (
         "Fig. 2-3; CS244 '13 Fig. 2-12", "sigcomm11",
         f"{_OPTIONS}:config_from_args", f"{_OPTIONS}:parser", "experiments.fattree:FatTreeExperiment",
         (f"*/*/*/{RECORD}",), "ft<k>/<workload>/flows<N>/", "figures.fattree",
-        usage="K [WORKLOAD|all] [options]"),
+        usage="K [WORKLOAD] [options]"),
     Row("wifi3g", "WiFi + 3G: goodput against receive buffer, WiFi loss and RTT",
         "NSDI 2012 Fig. 4 (CS244 '14)", "cs244-14",
         f"{_OPTIONS}:wifi3g_config_from_args", f"{_OPTIONS}:wifi3g_parser",

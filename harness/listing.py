@@ -37,12 +37,24 @@ def table() -> list[str]:
     return lines
 
 
+def catalogue_markdown() -> list[str]:
+    """README's experiment table: what does not depend on the machine."""
+    lines = ["| command | reproduces | what it runs | its runs go to |", "| --- | --- | --- | --- |"]
+    for row in catalogue.rows().values():
+        lines.append(f"| `{PROG} {row.command}` | {row.reproduces} | {row.purpose} | `{row.layout}` |")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     p = OneLineParser(prog=f"{PROG} list", description="Every experiment, its figure, and its "
                       "runs and estimated time at the defaults on this machine.")
+    p.add_argument("--markdown", action="store_true",
+                   help="the table README.md carries (no runs or times: those are this machine's)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if not args.validate_only:
+    if args.markdown:
+        print("\n".join(catalogue_markdown()))
+    elif not args.validate_only:
         print("\n".join(table()))
         print(f"\n`{PROG} NAME --help` lists an experiment's options; `{PROG} NAME --plan` its runs.")
     return 0

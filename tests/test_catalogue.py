@@ -88,3 +88,11 @@ def test_list_on_a_fresh_machine():
     done = fresh_machine("./run_mptcp.sh list", user="65534")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert len([ln for ln in done.stdout.splitlines() if ln.startswith("| `run_mptcp.sh")]) == len(catalogue.ROWS)
+
+
+def test_the_readme_table_is_the_catalogue():
+    text = (ROOT / "README.md").read_text()
+    start = text.index("<!-- catalogue: ./run_mptcp.sh list --markdown -->\n")
+    table = text[start:text.index("<!-- end of catalogue -->")].splitlines()[1:]
+    from harness import listing
+    assert table == listing.catalogue_markdown(), "README's table: ./run_mptcp.sh list --markdown"
