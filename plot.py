@@ -169,7 +169,7 @@ def figure_modules() -> dict[str, list[str]]:
     (two experiments may share one); the FatTree sweep's are drawn here."""
     modules: dict[str, list[str]] = {}
     for row in catalogue.rows().values():
-        if row.name != "fattree":
+        if row.figure != "plot":
             modules.setdefault(row.figure, []).append(row.name)
     return modules
 

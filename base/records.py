@@ -76,25 +76,10 @@ def model_run(results: Path) -> Path:
     return results / "model"
 
 
-# Patterns of the records below a results folder, one per layout above:
-# each experiment's catalogue row declares its own.
-def _records(name: str) -> str:
-    return catalogue.records_glob(name)
-
-
-FATTREE_RECORDS = _records("fattree")
-WIFI3G_RECORDS = _records("wifi3g")
-DHFT_RECORDS = _records("dhft")
-LINKFAILURE_RECORDS = _records("linkfailure")
-OVERSUB_RECORDS = _records("oversub")
-TOPOLOGIES_RECORDS = _records("topologies")
-FILESIZE_RECORDS = _records("filesize")
-SHORTFLOWS_RECORDS = _records("shortflows")
-SCHEDULING_RECORDS = _records("scheduling")
-TRANSFERS_RECORDS = _records("transfers")
-MANYTOONE_RECORDS = _records("manytoone")
-PROVISIONED_RECORDS = _records("provisioned")
-CC_COMPARE_RECORDS = (_records("algorithms"), _records("hotspot"))
+def of(*experiments: str) -> tuple[str, ...]:
+    """The globs of these experiments' records below a results folder: each
+    experiment's catalogue row declares its own."""
+    return tuple(g for name in experiments for g in catalogue.ROWS[name].records)
 
 
 def committed(results: Path, pattern: str | tuple[str, ...]) -> list[Path]:

@@ -30,9 +30,6 @@ def flowlevel_run(results: Path, k: int) -> Path:
     return results / "flowlevel" / f"ft{k}"
 
 
-FLOWLEVEL_RECORDS = f"flowlevel/ft*/{records.RECORD}"
-
-
 def iso(t: float) -> str:
     """experiments/runner.py's time stamp (not imported: the runner pulls in the emulator)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t))

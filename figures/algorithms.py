@@ -67,7 +67,7 @@ def load(results: Path) -> dict[str, dict[str, SchemeRun]]:
     """{"algorithms<k>" | "hotspot<k>": {scheme: its run}}, schemes in the
     paper's order; unreadable records are noted and skipped."""
     found: dict[str, dict[str, SchemeRun]] = {}
-    for path in records.committed(results, records.CC_COMPARE_RECORDS):
+    for path in records.committed(results, records.of("algorithms", "hotspot")):
         top, scheme = path.relative_to(results).parts[:2]
         if not EXPERIMENT_DIR.fullmatch(top) or scheme not in SCHEMES:
             continue

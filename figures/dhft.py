@@ -53,7 +53,7 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
     """{"dhft<k>": {sweep: {scheme: points sorted by x}}}, locality first;
     unreadable records are noted and skipped."""
-    return records_by_topology(results, records.DHFT_RECORDS, TOPOLOGY_DIR, parse_point, SWEEPS,
+    return records_by_topology(results, records.of("dhft"), TOPOLOGY_DIR, parse_point, SWEEPS,
                                SCHEMES)
 
 

@@ -10,7 +10,7 @@ from base import records
 from figures.notes import note
 
 
-def read_records(results: Path, pattern: str, read):
+def read_records(results: Path, pattern: tuple[str, ...], read):
     """(path, read(record)) for every committed record matching `pattern`;
     a record that cannot be read, or that `read` cannot make sense of, is
     noted and skipped."""
@@ -43,7 +43,7 @@ def sweep_points(paths: list[Path], parse, sweeps, schemes) -> dict[str, dict[st
     return {s: out[s] for s in sweeps if s in out}
 
 
-def records_by_topology(results: Path, pattern: str, topology_dir, parse, sweeps,
+def records_by_topology(results: Path, pattern: tuple[str, ...], topology_dir, parse, sweeps,
                         series) -> dict[str, dict[str, dict[str, list]]]:
     """{topology folder: {sweep: {series: points sorted by x}}} of the
     records matching `pattern` under folders named as `topology_dir` (a
@@ -57,7 +57,7 @@ def records_by_topology(results: Path, pattern: str, topology_dir, parse, sweeps
             if (points := sweep_points(paths, parse, sweeps, series))}
 
 
-def runs_by_scheme(results: Path, pattern: str, read, figure_of, order) -> dict[str, dict[str, object]]:
+def runs_by_scheme(results: Path, pattern: tuple[str, ...], read, figure_of, order) -> dict[str, dict[str, object]]:
     """{figure name: {scheme: run}} from the records matching `pattern`:
     `read(record)` makes a run with a `scheme` (read_records),
     `figure_of(path)` names the figure a record belongs to; schemes outside

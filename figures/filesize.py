@@ -55,7 +55,7 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 def load(results: Path) -> dict[str, dict[str, list[Point]]]:
     """{link label: {scheme: points by size}}."""
     out: dict[str, dict[str, list[Point]]] = {}
-    for path in records.committed(results, records.FILESIZE_RECORDS):
+    for path in records.committed(results, records.of("filesize")):
         try:
             link, scheme, point = parse_point(path)
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as exc:

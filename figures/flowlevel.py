@@ -35,7 +35,7 @@ from base import records
 from figures.runs import REFERENCE, REFERENCE_SOURCE, RUN_DIR, Drawn, Run, note, parse_run
 
 FIG2, FIG3 = "flowlevel-fig2", "flowlevel-fig3"
-RECORDS = f"flowlevel/ft*/{records.RECORD}"
+RECORDS = records.of("flowlevel")
 PACKET_RECORDS = f"ft*/one_to_one/flows*/{records.RECORD}"
 TOPOLOGY_DIR = re.compile(r"ft(\d+)")
 PACKET_COLOR = "#9a9a9a"             # the paper's grey bars: packet level

@@ -34,7 +34,7 @@ OTHER_COLOR = "#bbbbbb"
 def load(results: Path) -> dict[str, dict[str, dict]]:
     """{"linkfailure<k>-<fabric>": {scheme: record}}, schemes in SCHEMES' order."""
     out: dict[str, dict[str, dict]] = {}
-    for path in records.committed(results, records.LINKFAILURE_RECORDS):
+    for path in records.committed(results, records.of("linkfailure")):
         try:
             record = json.loads(path.read_text())
             scheme = record["config"]["scheme"]

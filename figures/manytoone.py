@@ -43,7 +43,7 @@ class Run:
 
 def load(results: Path) -> dict[str, dict[str, Run]]:
     """{"manytoone-bcube<n>-<k>": {scheme: run}} in STYLE's order."""
-    return runs_by_scheme(results, records.MANYTOONE_RECORDS, Run,
+    return runs_by_scheme(results, records.of("manytoone"), Run,
                           lambda p: f"manytoone-{p.parents[2].name}", STYLE)
 
 

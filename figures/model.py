@@ -56,7 +56,7 @@ def measured(results: Path) -> dict[int, dict[int, dict]]:
     docstring); runs whose samples cannot be read are left out (the
     FatTree figures already say why)."""
     out: dict[int, dict[int, dict]] = {}
-    for path in records.committed(results, records.FATTREE_RECORDS):
+    for path in records.committed(results, records.of("fattree")):
         topology, workload, folder = path.relative_to(results).parts[:3]
         k, m = TOPOLOGY_DIR.fullmatch(topology), RUN_DIR.fullmatch(folder)
         if not k or not m or workload != "one_to_one":

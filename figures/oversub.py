@@ -92,7 +92,7 @@ def parse_point(path: Path) -> tuple[str, str, Point]:
 
 def load(results: Path) -> dict[str, dict[str, dict[str, list[Point]]]]:
     """{"oversub<k>": {sweep: {"<matrix>:<scheme>": points sorted by x}}}."""
-    return records_by_topology(results, records.OVERSUB_RECORDS, TOPOLOGY_DIR, parse_point,
+    return records_by_topology(results, records.of("oversub"), TOPOLOGY_DIR, parse_point,
                                SWEEPS, SERIES)
 
 

@@ -44,7 +44,7 @@ TARGET_SHARE = 0.8
 def load(results: Path) -> dict[str, dict[str, dict]]:
     """{"provisioned-<fabric>": {run folder name: record}}."""
     out: dict[str, dict[str, dict]] = {}
-    for path in records.committed(results, records.PROVISIONED_RECORDS):
+    for path in records.committed(results, records.of("provisioned")):
         try:
             record = json.loads(path.read_text())
             if not isinstance(record["path_sent_mbps"], dict):

@@ -121,7 +121,7 @@ def load_runs(results: Path, skipped: dict[Path, str] | None = None) -> list[Run
     """Every usable run under results/<topology>/<workload>/flows<N>/run.json;
     the unusable ones are noted (and put in `skipped`, path -> reason)."""
     runs = []
-    for path in records.committed(results, records.FATTREE_RECORDS):
+    for path in records.committed(results, records.of("fattree")):
         parts = path.relative_to(results).parts
         if parts[0] == "plots":
             continue

@@ -64,7 +64,7 @@ class Run:
 def load(results: Path) -> dict[str, list[Run]]:
     """{"scheduling<k>": [run, ...] in the bars' order}."""
     out: dict[str, list[Run]] = {}
-    for path, run in read_records(results, records.SCHEDULING_RECORDS, Run):
+    for path, run in read_records(results, records.of("scheduling"), Run):
         out.setdefault(path.parent.parent.name, []).append(run)
     return {name: sorted(runs, key=lambda r: r.order) for name, runs in sorted(out.items())}
 

@@ -43,7 +43,7 @@ class Run:
 
 def load(results: Path) -> dict[str, dict[str, Run]]:
     """{"shortflows<k>": {scheme: run}} in STYLE's order."""
-    return runs_by_scheme(results, records.SHORTFLOWS_RECORDS, Run, lambda p: p.parent.parent.name, STYLE)
+    return runs_by_scheme(results, records.of("shortflows"), Run, lambda p: p.parent.parent.name, STYLE)
 
 
 def _subtitle(runs: dict[str, Run]) -> str:

@@ -49,7 +49,7 @@ def parse_point(path: Path) -> tuple[str, Point]:
 def load(results: Path) -> dict[str, list[Point]]:
     """{topology: points by subflow count}, in STYLE's order."""
     out: dict[str, list[Point]] = {}
-    for path in records.committed(results, records.TOPOLOGIES_RECORDS):
+    for path in records.committed(results, records.of("topologies")):
         try:
             topology, point = parse_point(path)
         except (OSError, ValueError, KeyError, TypeError) as exc:

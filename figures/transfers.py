@@ -40,7 +40,7 @@ class Point:
 def load(results: Path) -> dict[str, list[Point]]:
     """{sweep: points}, only those with a completion time."""
     out: dict[str, list[Point]] = {}
-    for path, p in read_records(results, records.TRANSFERS_RECORDS, Point):
+    for path, p in read_records(results, records.of("transfers"), Point):
         if p.seconds is None:
             note(f"{path}: not every part arrived ({', '.join(p.flags)}); not drawn")
             continue

@@ -90,7 +90,7 @@ def merge_repeats(pts: list[Point]) -> list[Point]:
 def load(results: Path) -> dict[str, dict[str, list[Point]]]:
     """{sweep: {scheme: points sorted by x}}, a point's repeated runs merged;
     unreadable records are noted and skipped."""
-    found = sweep_points(records.committed(results, records.WIFI3G_RECORDS), parse_point, SWEEPS, SCHEMES)
+    found = sweep_points(records.committed(results, records.of("wifi3g")), parse_point, SWEEPS, SCHEMES)
     return {sweep: {scheme: merge_repeats(pts) for scheme, pts in schemes.items()}
             for sweep, schemes in found.items()}
 

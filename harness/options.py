@@ -120,6 +120,9 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
     return cfg, args
 
 
+fattree_parser, fattree_config_from_args = parser, config_from_args
+
+
 def check_size(cfg: SweepConfig) -> None:
     from dctopo.workloads import flow_count  # stdlib only
     hosts = cfg.k ** 3 // 4
