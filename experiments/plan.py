@@ -18,10 +18,13 @@ from pathlib import Path
 
 from base.files import atomic_write_text
 
-# Per run, where this machine has recorded none of the experiment at that
-# size: FatTree(4) at the defaults (`sudo ./run_mptcp.sh 4`: 8 runs of 40 s
-# after 15 s) took 22-30 s per run besides its traffic, build and baseline included.
-DEFAULT_OVERHEAD_S = 25.0
+# Where this machine has recorded none of the experiment at that size, what
+# `sudo ./run_mptcp.sh 4` took on a 2-core machine (8 runs of 40 s after
+# 15 s: 7m41s in the runner for 7m20s of traffic, 8m31s in all): 2.6 s a run
+# besides its traffic (the network's build and baseline shared out), and
+# 50 s a command around the runs (set-up check, the first calibration, figures).
+DEFAULT_OVERHEAD_S = 3.0
+COMMAND_OVERHEAD_S = 50.0
 KEPT = 20                       # runs per (experiment, size) the median is taken over
 
 
@@ -116,17 +119,21 @@ def estimate(experiment: str, cfg, traffic_fn, points: list | None = None,
     size = size_of(cfg)
     seen = (history or History()).runs(experiment, size)
     if known:
+        # The mean, not the median: a sweep's first run carries its network's
+        # build and baseline, which the sweep's other runs share.
         overheads = [wall - t for t, wall in seen if t is not None]
         if overheads:
-            over = statistics.median(overheads)
-            return Estimate(len(points), traffic, traffic + over * len(points),
-                            f"{over:.0f} s a run besides traffic, the median of {len(overheads)} "
-                            f"{experiment} runs this machine recorded at {size or 'this size'}")
+            over = statistics.fmean(overheads)
+            return Estimate(len(points), traffic, traffic + over * len(points) + COMMAND_OVERHEAD_S,
+                            f"{over:.1f} s a run besides traffic, the mean of {len(overheads)} "
+                            f"{experiment} runs this machine recorded at {size or 'this size'}, "
+                            f"and {COMMAND_OVERHEAD_S:g} s around them")
         if not machine:
             return Estimate(len(points), traffic, None, "computed, no network; none recorded here yet")
-        return Estimate(len(points), traffic, traffic + DEFAULT_OVERHEAD_S * len(points),
-                        f"none recorded here yet: {DEFAULT_OVERHEAD_S:g} s a run besides traffic, "
-                        "as FatTree(4) took on a 2-core machine")
+        return Estimate(len(points), traffic,
+                        traffic + DEFAULT_OVERHEAD_S * len(points) + COMMAND_OVERHEAD_S,
+                        f"none recorded here yet: {DEFAULT_OVERHEAD_S:g} s a run besides traffic and "
+                        f"{COMMAND_OVERHEAD_S:g} s around them, as FatTree(4) took on a 2-core machine")
     walls = [wall for _, wall in seen]
     if walls:
         per = statistics.median(walls)
