@@ -34,7 +34,6 @@ class Option:
     metavar: str = ""                       # with its unit: MBPS, S, KB, PKTS, N
     low: float | None = None                # range of a number, or of each in a list
     high: float | None = None
-    choices: tuple[str, ...] = ()           # what a name (or each of a list) may be
     default_text: str | None = None         # the default, where the config computes it
     parse: Callable[[str], Any] | None = None   # text -> value, where the type does not say
     old: tuple[str, ...] = ()               # old spellings still taken, with a note
@@ -124,18 +123,3 @@ def _scalar(text: str, kind: str, opt: Option):
 def check_range(opt: Option, value: float) -> None:
     if opt.low is not None and value < opt.low or opt.high is not None and value > opt.high:
         raise ConfigError(f"{opt.flag} {value:g}: must be within {opt.range_text()}")
-
-
-def record(cfg, skip: tuple[str, ...] = ("results",)) -> dict:
-    """A config's fields as run.json's `config` (nested configs flattened
-    by their own names: link.bw_mbps is bw_mbps)."""
-    out: dict = {}
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.name in skip:
-            continue
-        if dataclasses.is_dataclass(value):
-            out.update(record(value, skip))
-        else:
-            out[f.name] = list(value) if isinstance(value, tuple) else value
-    return out

@@ -87,8 +87,8 @@ Everything is numpy, vectorised over subflows; no scipy, no graph. Cost:
 one LIA iteration is a gather and a bincount over 6 x subflows entries
 (k=32, 8 subflows: 393 216), and 3300-8100 iterations reach TOLERANCE;
 max-min's progressive filling costs O(links) a round plus what it freezes.
-Measured 2026-12-01 on one core, k=32, one seed, m = 1..8: lia 59-75 s,
-maxmin 2.3-2.5 s (experiments/flowlevel.py records each point's seconds).
+k=32, m = 1..8, one seed: 77 s on one core for both models, lia 75 s of it
+(`run_mptcp.sh flowlevel --k 32 --seeds 0`; each record keeps its seconds).
 """
 from __future__ import annotations
 

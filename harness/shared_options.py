@@ -7,8 +7,9 @@ from __future__ import annotations
 import argparse
 import math
 
-from experiments.config import (CONGESTION_CONTROLS, DRIVERS, FABRICS, WARMUP_MAX_S, WARMUP_MIN_S,
-                                WARMUP_S_AT_10MBPS, ConfigError, LinkParams, default_cc)
+from experiments.config import (CONGESTION_CONTROLS, DRIVERS, FABRICS, WARMUP_S_AT_10MBPS,
+                                ConfigError, LinkParams, default_cc)
+from experiments.config.common import warmup_text
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -48,9 +49,9 @@ def resolve_cc(given: str | None) -> tuple[str, str]:
 # -- options every experiment shares, declared once -------------------------
 
 def scaled_warmup_help(at_10mbps: float) -> str:
-    """--warmup's help where its default scales with the link rate."""
-    return (f"seconds of traffic before counting starts ({at_10mbps:g} at 10 Mb/s, scaled with "
-            f"10/bw, within {WARMUP_MIN_S:g}..{WARMUP_MAX_S:g})")
+    """--warmup's help where its default scales with the link rate (the
+    declared options' text, experiments.config.common.warmup_text)."""
+    return f"seconds of traffic before counting starts (default: {warmup_text(at_10mbps)})"
 
 
 WARMUP_SCALED_HELP = scaled_warmup_help(WARMUP_S_AT_10MBPS)
