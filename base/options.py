@@ -1,8 +1,10 @@
 """An option declared once, on the config field it sets: its flag, unit,
-range and help ride in the field's metadata (`option(...)`), and the parser,
-the range check, the help text and the config come from that declaration
-(harness/declared.py builds the parser; `convert` and `check` are here, for
-the configs to use too). The field's type says how its text is read:
+range, choices and help ride in the field's metadata (`option(...)`), and the
+parser, the checks, the help text and the config come from that declaration
+(harness/declared.py builds the parser; `convert` and `check_declared` are
+here, for the configs to use too: a config's `validate` checks what its
+declarations say, whether it came from the command line or from code). The
+field's type says how its text is read:
 
     int, float          one number (finite)
     bool                a flag that takes no value
@@ -34,12 +36,25 @@ class Option:
     metavar: str = ""                       # with its unit: MBPS, S, KB, PKTS, N
     low: float | None = None                # range of a number, or of each in a list
     high: float | None = None
+    unit: str = ""                          # of the range, in its message: "s", "packets"
+    choices: tuple[str, ...] = ()           # the names a name, or each of a list, may be
+    what: str = ""                          # what one of the choices is, for the message: "scheme"
     default_text: str | None = None         # the default, where the config computes it
     parse: Callable[[str], Any] | None = None   # text -> value, where the type does not say
     old: tuple[str, ...] = ()               # old spellings still taken, with a note
 
     def range_text(self) -> str:
-        return f"{self.low:g}..{self.high:g}"
+        unit = f" {self.unit}" if self.unit else ""
+        if self.high is None:
+            return f"at least {_shown(self.low)}{unit}"
+        if self.low is None:
+            return f"at most {_shown(self.high)}{unit}"
+        return f"within {_shown(self.low)}..{_shown(self.high)}{unit}"
+
+
+def _shown(x: float) -> str:
+    """A bound as typed: 4294967295, not 4.29497e+09."""
+    return str(x) if isinstance(x, int) else f"{x:g}"
 
 
 def option(default=dataclasses.MISSING, *, factory=dataclasses.MISSING, **declared) -> Any:
@@ -48,15 +63,26 @@ def option(default=dataclasses.MISSING, *, factory=dataclasses.MISSING, **declar
                              metadata={KEY: Option(**declared)})
 
 
-def links(*names: str, factory: Callable) -> Any:
+def names(default, *, flag: str, choices, what: str, of: str = "", **declared) -> Any:
+    """A comma list of names, each one of `choices` (`what` one of them is,
+    for the message); its help is `of`, then the choices."""
+    choices = tuple(choices)
+    return option(default, flag=flag, choices=choices, what=what,
+                  help=f"{of}comma list of {', '.join(choices)}", **declared)
+
+
+def links(*options: str, factory: Callable) -> Any:
     """A config's `link` field (a LinkParams) exposing these LinkParams options."""
-    return dataclasses.field(default_factory=factory, metadata={LINKS: names})
+    return dataclasses.field(default_factory=factory, metadata={LINKS: options})
 
 
-def again(parent, name: str, default=dataclasses.MISSING, *, factory=dataclasses.MISSING) -> Any:
-    """A field of `parent` declared again with another default, its option kept."""
+def again(parent, name: str, default=dataclasses.MISSING, *, factory=dataclasses.MISSING,
+          **changes) -> Any:
+    """A field of `parent` declared again with another default, its option
+    kept (but for `changes` to it: help=..., high=...)."""
     [f] = [f for f in dataclasses.fields(parent) if f.name == name]
-    return dataclasses.field(default=default, default_factory=factory, metadata=f.metadata)
+    metadata = {**f.metadata, KEY: dataclasses.replace(f.metadata[KEY], **changes)} if changes else f.metadata
+    return dataclasses.field(default=default, default_factory=factory, metadata=metadata)
 
 
 def one_of_list(flag: str, what: str):
@@ -121,5 +147,36 @@ def _scalar(text: str, kind: str, opt: Option):
 
 
 def check_range(opt: Option, value: float) -> None:
-    if opt.low is not None and value < opt.low or opt.high is not None and value > opt.high:
-        raise ConfigError(f"{opt.flag} {value:g}: must be within {opt.range_text()}")
+    """Within the declared range (not a number, nan, is never within it)."""
+    low = -math.inf if opt.low is None else opt.low
+    high = math.inf if opt.high is None else opt.high
+    if not low <= value <= high:
+        raise ConfigError(f"{opt.flag} {value:g}: must be {opt.range_text()}")
+
+
+def check_value(opt: Option, value) -> None:
+    """A field's value against its declaration: each number of it within
+    the range, each name one of the choices, and a list of names not empty.
+    None (not given: the config chooses) passes."""
+    if value is None:
+        return
+    values = value if isinstance(value, tuple) else (value,)
+    if opt.choices:
+        if not values:
+            raise ConfigError(f"{opt.flag}: give at least one of " + ", ".join(opt.choices))
+        for v in values:
+            if v not in opt.choices:
+                raise ConfigError(f"unknown {opt.what} {v!r}: choose from {', '.join(opt.choices)}")
+    elif opt.low is not None or opt.high is not None:
+        for v in values:
+            check_range(opt, v)
+
+
+def check_declared(cfg) -> None:
+    """Every option `cfg` declares, against its declaration, and every link
+    it declares with `links(...)` (its own validate)."""
+    for f in dataclasses.fields(cfg):
+        if KEY in f.metadata:
+            check_value(f.metadata[KEY], getattr(cfg, f.name))
+        elif LINKS in f.metadata:
+            getattr(cfg, f.name).validate()

@@ -8,7 +8,7 @@ import argparse
 import math
 
 from experiments.config import (CONGESTION_CONTROLS, DRIVERS, FABRICS, WARMUP_S_AT_10MBPS,
-                                ConfigError, LinkParams, default_cc)
+                                ConfigError, default_cc)
 from experiments.config.common import warmup_text
 
 PROG = "run_mptcp.sh"
@@ -63,22 +63,6 @@ def add_link_options(p: argparse.ArgumentParser) -> None:
                    help="queue length in packets; a host's in 1514-byte frames' worth of bytes (100)")
 
 
-def add_delayed_link_options(p: argparse.ArgumentParser, link: LinkParams, of: str,
-                             queue_of: str = "") -> None:
-    """--bw, --delay and --queue of an experiment whose links have a delay
-    (`of`: which links, in the help); `delayed_link(args)` reads them back."""
-    p.add_argument("--bw", type=finite, default=link.bw_mbps,
-                   help=f"rate of {of} in Mb/s (%(default)s)")
-    p.add_argument("--delay", type=finite, default=link.delay_ms,
-                   help=f"one-way delay of {of} in ms (%(default)s)")
-    p.add_argument("--queue", type=int, default=link.queue_pkts,
-                   help=f"queue length{queue_of} in packets; a host's in 1514-byte frames' worth of bytes (%(default)s)")
-
-
-def delayed_link(args: argparse.Namespace) -> LinkParams:
-    return LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, delay_ms=args.delay)
-
-
 def add_timing_options(p: argparse.ArgumentParser, time_default: float | None, time_help: str,
                        warmup_default: float | None = None,
                        warmup_help: str = WARMUP_SCALED_HELP) -> None:
@@ -107,17 +91,6 @@ def add_driver_option(p: argparse.ArgumentParser, default: str) -> None:
                         "opens every connection and its subflows before data flows)")
 
 
-def add_name_list(p: argparse.ArgumentParser, flag: str, names, choices, what: str = "") -> None:
-    """A comma list of names from `choices`; by default the names given."""
-    p.add_argument(flag, default=",".join(names),
-                   help=f"{what}comma list of {', '.join(choices)} (default all)")
-
-
-def add_number_list(p: argparse.ArgumentParser, flag: str, values, what: str) -> None:
-    """A comma list of numbers: a sweep's points."""
-    p.add_argument(flag, default=",".join(f"{x:g}" for x in values), help=f"{what} (default %(default)s)")
-
-
 def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default="results", metavar="DIR", help="results folder (default: results)")
     p.add_argument("--no-plots", action="store_true",
@@ -136,7 +109,3 @@ def number_list(text: str, flag: str, kind=float) -> tuple:
     if not all(math.isfinite(v) for v in values):
         raise ConfigError(f"{flag} {text!r}: expected finite numbers")
     return values
-
-
-def name_list(text: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in text.split(",") if s.strip())

@@ -108,7 +108,7 @@ def test_given_paths_go_to_their_own_folder_and_name_their_disjoint_pair(tmp_pat
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(local_bw_mbps=0.0), "--local-bw 0"),
-    (dict(time_s=20.0, settle_s=19.5), "--settle 19.5"),
+    (dict(time_s=20.0, settle_s=19.5), "--warmup 19.5"),
     (dict(schemes=()), "--schemes"),
     (dict(schemes=("tcp", "mptcp2")), "mptcp2"),
     (dict(order=(0, 1, 2, 2)), "--order 1,2,3,3"),
@@ -120,6 +120,16 @@ def test_given_paths_go_to_their_own_folder_and_name_their_disjoint_pair(tmp_pat
 def test_bad_settings_are_refused(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         ProvisionedConfig(**kwargs).validate()
+
+
+def test_warmup_was_settle_and_the_old_spelling_still_works():
+    """--warmup, as elsewhere; --settle, its old name, still taken with a note."""
+    from harness import cli
+    cfg, args = cli.COMMANDS["provisioned"].config_from(["--warmup", "12", "--cc", "reno"])
+    assert cfg.settle_s == 12 and args.notes == []
+    cfg, args = cli.COMMANDS["provisioned"].config_from(["--settle", "12", "--cc", "reno"])
+    assert cfg.settle_s == 12
+    assert args.notes == ["--settle is now --warmup (the old spelling still works)"]
 
 
 @pytest.mark.skipif(netem_available(), reason="this kernel has sch_netem: openflow can delay")

@@ -2,12 +2,12 @@
 from, the defaults and why, and the checks of common settings."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import ConfigError
 from base.links import LinkParams
-from base.options import links, option
+from base.options import check_declared, links, option
 from base.platform import btf_has, openvswitch_kernel_datapath
 from kernel.coupled_cc import COUPLED
 
@@ -142,11 +142,12 @@ def check_subflow_counts(counts) -> None:
                               f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
 
 
-def check_lists_given(sweeps, lists: dict) -> None:
-    """Every sweep asked for has at least one value to run."""
-    for sweep in sweeps:
-        if sweep in lists and not lists[sweep][1]:
-            raise ConfigError(f"{lists[sweep][0]}: give at least one value for the {sweep} sweep")
+def check_lists_given(sweeps, *lists) -> None:
+    """Every sweep asked for has at least one value in each of its lists,
+    given as (sweep, flag, values)."""
+    for sweep, flag, values in lists:
+        if sweep in sweeps and not values:
+            raise ConfigError(f"{flag}: give at least one value for the {sweep} sweep")
 
 
 def check_seed(seed: int) -> None:
@@ -181,41 +182,32 @@ def warmup_text(at_10mbps: float) -> str:
 
 
 @dataclass(frozen=True)
-class LongFlowSettings(WarmupFromRate):
-    """What every long-flow experiment on racks (E7, E8, E9) is run with,
-    besides its own sweep: links, run length, seed, fabric, cc, results,
-    and the traffic driver; each declared once as its option."""
-    link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
-    time_s: float = option(20.0, flag="--time", metavar="S",
-                           help="seconds of traffic counted per run, after the warm-up")
-    warmup_s: float | None = option(None, flag="--warmup", metavar="S",
-                                    help="seconds of traffic before counting starts",
-                                    default_text=warmup_text(WARMUP_S_AT_10MBPS))
-    seed: int = option(0, flag="--seed", metavar="N", help="traffic matrix and hash seed")
-    fabric: str = option("l3", flag="--fabric", help=f"{', '.join(FABRICS)}")
+class Settings:
+    """What every experiment that builds a network is run with: a seed, the
+    congestion control and a results folder. `check_settings` checks every
+    option the config declares (ranges, choices, its links) and the cc."""
+    seed: int = option(0, flag="--seed", metavar="N", low=0, high=SEED_MAX,
+                       help="seed of the run's random choices (traffic, hashes, losses)")
     cc: str = option(factory=machine_cc, flag="--cc", default_text=CC_DEFAULT_TEXT,
                      help=f"TCP congestion control: {', '.join(CONGESTION_CONTROLS)}")
     results: Path = Path("results")
-    driver: str = option("iperf3", flag="--driver",
-                         help=f"what sends the flows: {', '.join(DRIVERS)} (socket opens every "
-                              "connection and its subflows before data flows)")
 
     def check_settings(self) -> None:
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, self.cc, self.seed)
-        check_driver(self.driver)
-        self.link.validate()
+        check_declared(self)
+        check_cc(self.cc)
 
 
 @dataclass(frozen=True)
-class TransferSettings:
-    """What the transfer experiments (file size, distributed transfers) are
-    run with besides their own choices: links, seed, cc, results."""
-    link: LinkParams = field(default_factory=LinkParams)
-    seed: int = 0
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
-
-    def check_settings(self) -> None:
-        self.link.validate()
-        check_cc(self.cc)
-        check_seed(self.seed)
+class LongFlowSettings(Settings, WarmupFromRate):
+    """What every long-flow experiment on racks is run with besides its own
+    sweep: links, run length, fabric and the traffic driver."""
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
+    time_s: float = option(20.0, flag="--time", metavar="S", low=2.0, high=3600.0, unit="s",
+                           help="seconds of traffic counted per run, after the warm-up")
+    warmup_s: float | None = option(None, flag="--warmup", metavar="S", low=0.0, high=600.0, unit="s",
+                                    help="seconds of traffic before counting starts",
+                                    default_text=warmup_text(WARMUP_S_AT_10MBPS))
+    fabric: str = option("l3", flag="--fabric", choices=FABRICS, what="fabric", help=", ".join(FABRICS))
+    driver: str = option("iperf3", flag="--driver", choices=DRIVERS, what="driver",
+                         help=f"what sends the flows: {', '.join(DRIVERS)} (socket opens every "
+                              "connection and its subflows before data flows)")

@@ -81,8 +81,8 @@ class DhftConfig(LongFlowSettings):
         if not 2 <= self.rack_size <= 16:
             raise ConfigError(f"--hosts-per-rack {self.rack_size}: must be within 2..16")
         check_choices("--sweeps", "sweep", self.sweeps, DHFT_SWEEPS)
-        check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
-                                       "load": ("--loads", self.loads)})
+        check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
+                          ("load", "--loads", self.loads))
         racks = self.racks()
         for x in self.localities:
             if not 0 <= x <= 1:

@@ -2,13 +2,14 @@
 connection and move one file, TCP against MPTCP, over file sizes."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import TransferSettings, check_choices
+from base.options import links, names, option
+from experiments.config.common import Settings
 
 FILESIZE_SCHEMES = ("tcp", "mptcp")
 # A "packet" of a file is one full segment's payload (1448 bytes with TCP
@@ -32,26 +33,24 @@ def link_label(link: LinkParams) -> str:
 
 
 @dataclass(frozen=True)
-class FilesizeConfig(TransferSettings):
+class FilesizeConfig(Settings):
     """Everything `run_mptcp.sh filesize` was asked to do."""
     # 1 to 1000 packets, log-spaced, as the paper's Fig. 17 axis.
-    sizes_pkts: tuple[int, ...] = (1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000)
-    schemes: tuple[str, ...] = FILESIZE_SCHEMES
-    repeats: int = 9                # transfers per point, one at a time; the point is their median
+    sizes_pkts: tuple[int, ...] = option((1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000),
+                                         flag="--sizes", metavar="PKTS,...", low=1, high=MAX_SIZE_PKTS,
+                                         unit="packets", help=f"file sizes in packets of {PACKET_BYTES} bytes")
+    schemes: tuple[str, ...] = names(FILESIZE_SCHEMES, flag="--schemes", choices=FILESIZE_SCHEMES,
+                                     what="scheme", default_text="all")
+    repeats: int = option(9, flag="--repeats", metavar="N", low=1, high=1000,
+                          help="transfers per size and scheme, one at a time; the point is their median")
     # Each of the two paths; the paper's testbed had gigabit links through one
     # switch and no added delay (README, "File size").
-    link: LinkParams = field(default_factory=lambda: LinkParams(bw_mbps=100.0))
+    link: LinkParams = links("bw_mbps", "delay_ms", "queue_pkts", factory=lambda: LinkParams(bw_mbps=100.0))
 
     def validate(self) -> None:
         self.check_settings()
-        check_choices("--schemes", "scheme", self.schemes, FILESIZE_SCHEMES)
         if not self.sizes_pkts:
             raise ConfigError("--sizes: give at least one file size")
-        for n in self.sizes_pkts:
-            if not 1 <= n <= MAX_SIZE_PKTS:
-                raise ConfigError(f"--sizes {n}: file sizes must be within 1..{MAX_SIZE_PKTS} packets")
-        if not 1 <= self.repeats <= 1000:
-            raise ConfigError(f"--repeats {self.repeats}: must be within 1..1000")
 
     def points(self) -> list[FilesizePoint]:
         """Size by size, the schemes side by side: a drift of the machine

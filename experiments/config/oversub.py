@@ -90,8 +90,8 @@ class OversubConfig(OversubscribedSettings):
     def validate(self) -> None:
         self.check_network()
         check_choices("--sweeps", "sweep", self.sweeps, OVERSUB_SWEEPS)
-        check_lists_given(self.sweeps, {"locality": ("--localities", self.localities),
-                                       "load": ("--loads", self.loads)})
+        check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
+                          ("load", "--loads", self.loads))
         if "load" in self.sweeps:
             check_choices("--matrices", "matrix", self.matrices, OVERSUB_MATRICES)
         for x in self.localities:

@@ -3,7 +3,7 @@ sources): two servers, four controller-provisioned paths over two long
 links, MPTCP with coupled and uncoupled subflows against TCP on each path."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
@@ -12,7 +12,8 @@ from base.links import LinkParams
 from base.platform import netem_available
 from base.provisioning import (TESTBED_DESTINATIONS, TESTBED_LINKS, TESTBED_PATH_COUNT, TESTBED_SOURCES,
                                SwitchPath, choose_paths, link_disjoint, path_problem)
-from experiments.config.common import check_choices, check_run_settings, machine_cc
+from base.options import again, links, names, option
+from experiments.config.common import LongFlowSettings, Settings
 
 # Each scheme: the paths its connection uses (0-based: all four, or the
 # link-disjoint ones among them) and whether its sender runs the configured
@@ -67,20 +68,47 @@ def variant_label(order: tuple[int, ...], paths: tuple[SwitchPath, ...]) -> str:
     return "-".join(parts)
 
 
+def switch_paths(text: str) -> tuple[SwitchPath, ...] | None:
+    """--paths: "computed" -> None; "a1-b1,a2-b2" -> (("a1", "b1"), ("a2", "b2")).
+    The config checks them against the testbed's links."""
+    if text.strip() == "computed":
+        return None
+    return tuple(tuple(hop.strip() for hop in path.split("-")) for path in text.split(",") if path.strip())
+
+
+def path_order(text: str) -> tuple[int, ...]:
+    """--order "3,4,1,2" (the paths as numbered, from 1) -> (2, 3, 0, 1)."""
+    try:
+        return tuple(int(i) - 1 for i in text.split(",") if i.strip())
+    except ValueError:
+        raise ConfigError(f"--order {text!r}: expected a comma list of path numbers") from None
+
+
 @dataclass(frozen=True)
-class ProvisionedConfig:
-    """Everything `run_mptcp.sh provisioned` was asked to do."""
-    schemes: tuple[str, ...] = PROVISIONED_SCHEMES
-    long: LinkParams = field(default_factory=lambda: LinkParams(delay_ms=LONG_DELAY_MS))
-    local_bw_mbps: float | None = None      # None: the long links' rate
-    time_s: float = 90.0
-    settle_s: float = 30.0                  # the path shares count after this
-    order: tuple[int, ...] = ALL_PATHS      # the order MPTCP opens subflows on the paths
-    paths: tuple[SwitchPath, ...] | None = None     # each path's switches; None: computed
-    seed: int = 0
-    fabric: str = "l3"
-    cc: str = field(default_factory=machine_cc)     # the MPTCP schemes' sender; uncoupled: reno
-    results: Path = Path("results")
+class ProvisionedConfig(Settings):
+    """Everything `run_mptcp.sh provisioned` was asked to do. The MPTCP
+    schemes' sender runs --cc; the uncoupled one, reno."""
+    schemes: tuple[str, ...] = names(PROVISIONED_SCHEMES, flag="--schemes", choices=PROVISIONED_SCHEMES,
+                                     what="scheme", default_text="all")
+    long: LinkParams = links("bw_mbps", "delay_ms", "queue_pkts",
+                             factory=lambda: LinkParams(delay_ms=LONG_DELAY_MS))
+    local_bw_mbps: float | None = option(None, flag="--local-bw", metavar="MBPS", low=0.01, high=10000.0,
+                                         unit="Mb/s", default_text="that of the long links",
+                                         help="rate of the link between a site's two switches in Mb/s")
+    # The whole run, its warm-up included (elsewhere --time counts after the
+    # warm-up): what the records' time_s and settle_s have always meant.
+    time_s: float = again(LongFlowSettings, "time_s", 90.0, help="seconds per run, the warm-up included")
+    settle_s: float = option(30.0, flag="--warmup", old=("--settle",), metavar="S",
+                             help="seconds before the paths' shares are counted")
+    order: tuple[int, ...] = option(ALL_PATHS, flag="--order", metavar="1,2,3,4", parse=path_order,
+                                    default_text="1,2,3,4",
+                                    help="the order MPTCP opens its subflows on the paths, the first one "
+                                         "the initial subflow's (another order goes to a folder of its own)")
+    paths: tuple[SwitchPath, ...] | None = option(
+        None, flag="--paths", metavar="P1,P2,P3,P4", parse=switch_paths, default_text="computed",
+        help="the four paths by switch from h1's side, as a1-b1,a2-b2,a1-a2-b2,a2-a1-b1; 'computed': "
+             "the controller's choice, link-disjoint paths first (another set goes to a folder of its own)")
+    fabric: str = again(LongFlowSettings, "fabric", "l3")
 
     @property
     def local(self) -> LinkParams:
@@ -100,14 +128,9 @@ class ProvisionedConfig:
         return link_disjoint(self.switch_paths)
 
     def validate(self) -> None:
-        check_choices("--schemes", "scheme", self.schemes, PROVISIONED_SCHEMES)
+        self.check_settings()
         if self.paths is not None:
             self._check_paths()
-        check_run_settings(self.time_s, 0.0, self.fabric, self.cc, self.seed)
-        self.long.validate()
-        if self.local_bw_mbps is not None and not 0.01 <= self.local_bw_mbps <= 10000:
-            raise ConfigError(f"--local-bw {self.local_bw_mbps:g}: link rate must be within "
-                              "0.01..10000 Mb/s")
         if self.fabric != "l3" and self.long.delay_ms and not netem_available():
             # Without sch_netem delay comes from the nfqueue delay line, which
             # sees only what a namespace's IP stack receives: never what Open
@@ -119,7 +142,7 @@ class ProvisionedConfig:
             raise ConfigError(f"--order {','.join(str(i + 1) for i in self.order)}: give each of "
                               "the paths 1,2,3,4 once")
         if not 0 <= self.settle_s < self.time_s - 1:
-            raise ConfigError(f"--settle {self.settle_s:g}: must be within 0 and the run's "
+            raise ConfigError(f"--warmup {self.settle_s:g}: must be within 0 and the run's "
                               f"length less a second ({self.time_s:g} s)")
 
     def _check_paths(self) -> None:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
-from base.errors import ConfigError
-from experiments.config.common import MAX_SUBFLOWS, TransferSettings, check_choices
+from base.links import LinkParams
+from base.options import links, names, option
+from experiments.config.common import MAX_SUBFLOWS, Settings, check_lists_given
 
 TRANSFERS_SWEEPS = ("nswitch", "fattree")
 MAX_SWITCHES = 8
@@ -32,32 +33,31 @@ class TransfersPoint:
 
 
 @dataclass(frozen=True)
-class TransfersConfig(TransferSettings):
+class TransfersConfig(Settings):
     """Everything `run_mptcp.sh transfers` was asked to do."""
-    sweeps: tuple[str, ...] = TRANSFERS_SWEEPS
-    switches: tuple[int, ...] = (2, 3, 4, 5)     # nswitch: subflows run 1..N on each
-    senders: tuple[int, ...] = (1, 4, 8)         # fattree
-    receivers: tuple[int, ...] = (1, 4, 8)
-    subflows: tuple[int, ...] = (1, 2, 4)        # fattree
+    sweeps: tuple[str, ...] = names(TRANSFERS_SWEEPS, flag="--sweeps", choices=TRANSFERS_SWEEPS,
+                                    what="sweep", default_text="all")
+    switches: tuple[int, ...] = option((2, 3, 4, 5), flag="--switches", low=1, high=MAX_SWITCHES,
+                                       help="nswitch: switches between the two hosts; subflows run "
+                                            "1..N on each")
+    senders: tuple[int, ...] = option((1, 4, 8), flag="--senders", low=1, high=FATTREE_SIDE,
+                                      help="fattree: senders, from pods 0 and 2")
+    receivers: tuple[int, ...] = option((1, 4, 8), flag="--receivers", low=1, high=FATTREE_SIDE,
+                                        help="fattree: receivers, from pods 1 and 3")
+    subflows: tuple[int, ...] = option((1, 2, 4), flag="--subflows", low=1, high=MAX_SUBFLOWS,
+                                       help="fattree: subflow counts, 1 = TCP")
     # Each sender's file, split evenly among the receivers (CS536 '13: 50 MB
     # on links Mininet left unshaped; here 10 MB at 10 Mb/s, 8.4 s for one
     # TCP flow alone).
-    file_mb: float = 10.0
+    file_mb: float = option(10.0, flag="--file-mb", metavar="MB", low=0.001, high=1000.0,
+                            help="each sender's file in MB, split among the receivers")
+    link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
 
     def validate(self) -> None:
         self.check_settings()
-        check_choices("--sweeps", "sweep", self.sweeps, TRANSFERS_SWEEPS)
-        for flag, values, low, high in (("--switches", self.switches, 1, MAX_SWITCHES),
-                                        ("--senders", self.senders, 1, FATTREE_SIDE),
-                                        ("--receivers", self.receivers, 1, FATTREE_SIDE),
-                                        ("--subflows", self.subflows, 1, MAX_SUBFLOWS)):
-            if not values:
-                raise ConfigError(f"{flag}: give at least one value")
-            for v in values:
-                if not low <= v <= high:
-                    raise ConfigError(f"{flag} {v}: must be within {low}..{high}")
-        if not 0.001 <= self.file_mb <= 1000:
-            raise ConfigError(f"--file-mb {self.file_mb}: must be within 0.001..1000")
+        check_lists_given(self.sweeps, ("nswitch", "--switches", self.switches),
+                          ("fattree", "--senders", self.senders), ("fattree", "--receivers", self.receivers),
+                          ("fattree", "--subflows", self.subflows))
 
     @property
     def file_bytes(self) -> int:

@@ -1,17 +1,16 @@
-"""E4's config: WiFi + 3G."""
+"""The WiFi + 3G experiment's config (NSDI 2012 Fig. 4, after CS244 '14)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.links import CELL, WIFI, LinkParams
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, machine_cc, check_cc,
-                                       check_choices, check_lists_given, check_seed)
-
-# -- E4: WiFi + 3G -------------------------------------------------------------
+from base.options import names, option
+from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, Settings, check_cc,
+                                       check_lists_given)
 
 WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp", "mptcp_penalized", "mptcp_hold")
 WIFI3G_MPTCP_SCHEMES = ("mptcp", "mptcp_penalized", "mptcp_hold")
@@ -51,24 +50,40 @@ class Wifi3GPoint:
 
 
 @dataclass(frozen=True)
-class Wifi3GConfig:
+class Wifi3GConfig(Settings):
     """Everything `run_mptcp.sh wifi3g` was asked to do."""
-    sweeps: tuple[str, ...] = WIFI3G_SWEEPS
-    schemes: tuple[str, ...] = WIFI3G_SCHEMES
+    sweeps: tuple[str, ...] = names(WIFI3G_SWEEPS, flag="--sweeps", choices=WIFI3G_SWEEPS,
+                                    what="sweep", default_text="all")
+    schemes: tuple[str, ...] = names(WIFI3G_SCHEMES, flag="--schemes", choices=WIFI3G_SCHEMES,
+                                     what="scheme", default_text="all but mptcp_penalized and "
+                                     "mptcp_hold without a coupled --cc the kernel can run")
     # Up to 8 MB: with the 3G path's 2 s of buffer, MPTCP needs megabytes of
     # receive buffer before it gets both paths (results/README.md).
-    buffers_kb: tuple[int, ...] = (50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000)
-    fixed_buffer_kb: int = 500              # the receive buffer of the loss and RTT sweeps
-    wifi_loss_pcts: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 5.0)
-    wifi_rtts_ms: tuple[float, ...] = (10.0, 20.0, 50.0, 100.0, 200.0)
-    samples: int = 10                       # one-second goodput samples per point
-    repeats: int = 1                        # runs per point; the figure takes their median
-    warmup_s: float = 10.0
-    seed: int = 0
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
+    buffers_kb: tuple[int, ...] = option((50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000),
+                                         flag="--buffers", metavar="KB,...",
+                                         help="receive buffers of the buffer sweep, KB")
+    fixed_buffer_kb: int = option(500, flag="--buffer", metavar="KB",
+                                  help="receive buffer of the loss and RTT sweeps, KB")
+    wifi_loss_pcts: tuple[float, ...] = option((0.0, 0.5, 1.0, 2.0, 5.0), flag="--losses", metavar="PCT,...",
+                                               help="WiFi loss rates of the loss sweep, %")
+    wifi_rtts_ms: tuple[float, ...] = option((10.0, 20.0, 50.0, 100.0, 200.0), flag="--rtts",
+                                             metavar="MS,...", help="WiFi RTTs of the RTT sweep, ms")
+    samples: int = option(10, flag="--samples", metavar="N", low=1, high=600,
+                          help="one-second goodput samples per point; the point is their median")
+    repeats: int = option(1, flag="--repeats", metavar="N", low=1, high=20,
+                          help="runs per point; the figure shows the median of their medians")
+    warmup_s: float = option(10.0, flag="--warmup", metavar="S", low=0.0, high=600.0, unit="s",
+                             help="seconds of traffic before sampling starts")
     wifi: LinkParams = WIFI
     cell: LinkParams = CELL
+
+    @classmethod
+    def resolve(cls, given: dict) -> list[str]:
+        """By default the schemes whose congestion control --cc lets run."""
+        if "schemes" in given:
+            return []
+        given["schemes"], note = cls.default_schemes(given["cc"])
+        return [note]
 
     @staticmethod
     def default_schemes(cc: str) -> tuple[tuple[str, ...], str]:
@@ -83,18 +98,10 @@ class Wifi3GConfig:
                 f"control, which needs a coupled --cc on a kernel that can run it)")
 
     def validate(self) -> None:
-        check_choices("--sweeps", "sweep", self.sweeps, WIFI3G_SWEEPS)
+        self.check_settings()
         for kb in (*self.buffers_kb, self.fixed_buffer_kb):
             if not 4 <= kb <= 65536:
                 raise ConfigError(f"receive buffer {kb} KB: must be within 4..65536 KB")
-        if not 1 <= self.samples <= 600:
-            raise ConfigError(f"--samples {self.samples}: must be within 1..600")
-        if not 1 <= self.repeats <= 20:
-            raise ConfigError(f"--repeats {self.repeats}: must be within 1..20")
-        if not 0 <= self.warmup_s <= 600:
-            raise ConfigError(f"--warmup {self.warmup_s}: warm-up must be within 0..600 s")
-        check_cc(self.cc)
-        check_choices("--schemes", "scheme", self.schemes, WIFI3G_SCHEMES)
         for scheme, cc in WIFI3G_SCHEME_CC.items():
             if scheme in self.schemes:
                 check_cc(cc, flag=f"--schemes {scheme}")
@@ -102,10 +109,8 @@ class Wifi3GConfig:
                     raise ConfigError(f"--schemes {scheme}: runs {cc}, which is loaded with the "
                                       f"coupled algorithms: give a coupled --cc "
                                       f"({', '.join(COUPLED_CONGESTION_CONTROLS)}) or leave {scheme} out")
-        check_seed(self.seed)
-        check_lists_given(self.sweeps, {"buffer": ("--buffers", self.buffers_kb),
-                                       "loss": ("--losses", self.wifi_loss_pcts),
-                                       "rtt": ("--rtts", self.wifi_rtts_ms)})
+        check_lists_given(self.sweeps, ("buffer", "--buffers", self.buffers_kb),
+                          ("loss", "--losses", self.wifi_loss_pcts), ("rtt", "--rtts", self.wifi_rtts_ms))
         for p in self.points():
             p.wifi.validate()
             p.cell.validate()
