@@ -83,7 +83,7 @@ def test_dilation_stretches_the_flows_and_the_intervals_alike(tmp_path):
     last = dilated.points()[-1]
     assert last.run_dir(tmp_path, 4, dilated.dilation) == tmp_path / "scheduling4-x10" / "firstfit-0.1s"
     assert last.run_dir(tmp_path, 4) == tmp_path / "scheduling4" / "firstfit-0.1s"
-    for bad, words in ((SchedulingConfig(dilation=0.5), "--dilation 0.5: give 1..100"),
+    for bad, words in ((SchedulingConfig(dilation=0.5), "--dilation 0.5: must be within 1..100"),
                        (SchedulingConfig(dilation=float("nan")), "--dilation nan"),
                        (SchedulingConfig(dilation=20), "--intervals 5: first fit runs every")):
         with pytest.raises(ConfigError, match=re.escape(words)):

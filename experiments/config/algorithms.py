@@ -8,10 +8,10 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from base.options import again, links, one_of_list, option
+from base.options import again, check_declared, links, names, one_of_list, option
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
-                                       WarmupFromRate, check_cc, check_choices, check_run_settings,
-                                       coupled_cc_supported, default_cc, warmup_text)
+                                       WarmupFromRate, check_cc, coupled_cc_supported, default_cc,
+                                       warmup_text)
 from experiments.config.fattree import SweepConfig
 
 # -- E5 and E6: congestion controls on the permutation, without and with a hot spot
@@ -34,16 +34,15 @@ class CcCompareConfig(WarmupFromRate):
     warmup_at_10mbps = SweepConfig.warmup_at_10mbps     # a class constant, not a field
     experiment: str = "algorithms"
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
-    schemes: tuple[str, ...] = option(tuple(CC_SCHEMES), flag="--schemes",
-                                      help=f"comma list of {', '.join(CC_SCHEMES)}",
-                                      default_text="all that this kernel can run")
-    subflows: int = option(8, flag="--subflows", metavar="N", help="subflows of the MPTCP schemes",
+    schemes: tuple[str, ...] = names(tuple(CC_SCHEMES), flag="--schemes", choices=CC_SCHEMES, what="scheme",
+                                     default_text="all that this kernel can run")
+    subflows: int = option(8, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,
+                           help="subflows of the MPTCP schemes",
                            parse=one_of_list("--subflows", "the MPTCP schemes' subflow count"))
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
-    warmup_s: float | None = option(None, flag="--warmup", metavar="S",
-                                    help="seconds of traffic before counting starts",
-                                    default_text=warmup_text(SweepConfig.warmup_at_10mbps))
+    warmup_s: float | None = again(LongFlowSettings, "warmup_s", None,
+                                   default_text=warmup_text(SweepConfig.warmup_at_10mbps))
     seed: int = again(LongFlowSettings, "seed", 0)
     fabric: str = again(LongFlowSettings, "fabric", "l3")
     hot_factor: float = option(0.1, flag="--hot-factor", metavar="SHARE",
@@ -73,21 +72,16 @@ class CcCompareConfig(WarmupFromRate):
             raise ConfigError(f"unknown experiment {self.experiment!r}")
         if self.k not in (4, 6, 8):
             raise ConfigError(f"--k {self.k}: the comparison runs on FatTree(4), (6) or (8)")
-        check_choices("--schemes", "scheme", self.schemes, CC_SCHEMES)
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: MPTCP schemes need 2..{MAX_SUBFLOWS} "
-                              "subflows")
+        check_declared(self)
         if not 0.01 <= self.hot_factor < 1:
             raise ConfigError(f"--hot-factor {self.hot_factor}: the hot link's share of its rate "
                               "must be within 0.01..1")
         for s in self.schemes:
             if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS:
                 check_cc(CC_SCHEMES[s][0], flag="--schemes")
-        check_run_settings(self.time_s, self.warmup_s, self.fabric, "reno", self.seed)
         if self.experiment == "hotspot" and self.time_s < 15:
             raise ConfigError(f"--time {self.time_s:g}: the hot spot needs at least 15 s "
                               "(5 s before, during and after)")
-        self.link.validate()
 
     def points(self) -> list[str]:
         """One run per scheme, each on its own network."""

@@ -123,15 +123,6 @@ def default_fabric() -> tuple[str, str]:
     return "l3", FABRIC_DEFAULT_WHY[openvswitch_kernel_datapath()]
 
 
-def check_choices(flag: str, what: str, given, choices) -> None:
-    """A list option names at least one thing, and only things it may name."""
-    if not given:
-        raise ConfigError(f"{flag}: give at least one of " + ", ".join(choices))
-    for g in given:
-        if g not in choices:
-            raise ConfigError(f"unknown {what} {g!r}: choose from {', '.join(choices)}")
-
-
 def check_subflow_counts(counts) -> None:
     """--subflows as a list of counts, 1 meaning plain TCP."""
     if not counts:

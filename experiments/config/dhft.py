@@ -1,4 +1,4 @@
-"""E7's config: the dual-homed FatTree."""
+"""The dual-homed FatTree's config (paper §4.3.2, Fig. 14-16, 18)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,10 +6,8 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.options import one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices, check_lists_given
-
-# -- E7: dual-homed FatTree ----------------------------------------------------
+from base.options import names, one_of_list, option
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
 
 DHFT_SCHEMES = ("tcp_dhft", "mptcp_dhft", "tcp_perfect")
 DHFT_SWEEPS = ("locality", "load")
@@ -40,17 +38,26 @@ class DhftPoint:
         return records.dhft_run(results, k, self.sweep, self.scheme, self.label)
 
 
+def check_dhft(k: int, subflows: int) -> None:
+    """DHFT's arity, and MPTCP's subflows over a host's two interfaces."""
+    if k not in (4, 8):
+        raise ConfigError(f"--k {k}: DHFT needs k divisible by 4, 4 or 8")
+    if not 2 <= subflows <= MAX_SUBFLOWS:
+        raise ConfigError(f"--subflows {subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
+                          "subflows (at least one per interface)")
+
+
 @dataclass(frozen=True)
 class DhftConfig(LongFlowSettings):
     """Everything `run_mptcp.sh dhft` was asked to do."""
     k: int = option(4, flag="--k", metavar="K", help="switch arity, 4 or 8")
-    hosts_per_rack: int | None = option(None, flag="--hosts-per-rack", metavar="N",
+    hosts_per_rack: int | None = option(None, flag="--hosts-per-rack", metavar="N", low=2, high=16,
                                         help="hosts on each pair of edge switches",
                                         default_text="the paper's 2k/3, rounded")
-    sweeps: tuple[str, ...] = option(DHFT_SWEEPS, flag="--sweeps", default_text="all",
-                                     help=f"comma list of {', '.join(DHFT_SWEEPS)}")
-    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities",
-                                           help="fractions of rack-local flows of the locality sweep")
+    sweeps: tuple[str, ...] = names(DHFT_SWEEPS, flag="--sweeps", choices=DHFT_SWEEPS, what="sweep",
+                                    default_text="all")
+    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities", low=0.0,
+                                           high=1.0, help="fractions of rack-local flows of the locality sweep")
     # Connections per host; below 1 only that share of the hosts sends (the
     # paper's light loads, where the core is not yet the bottleneck).
     loads: tuple[float, ...] = option((0.25, 0.5, 1, 2, 4), flag="--loads",
@@ -76,17 +83,12 @@ class DhftConfig(LongFlowSettings):
 
     def validate(self) -> None:
         from dctopo.workloads import make_rack_matrix   # stdlib only
-        if self.k < 4 or self.k % 4 or self.k > 8:
-            raise ConfigError(f"--k {self.k}: DHFT needs k divisible by 4, 4 or 8")
-        if not 2 <= self.rack_size <= 16:
-            raise ConfigError(f"--hosts-per-rack {self.rack_size}: must be within 2..16")
-        check_choices("--sweeps", "sweep", self.sweeps, DHFT_SWEEPS)
+        check_dhft(self.k, self.subflows)
+        self.check_settings()
         check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
                           ("load", "--loads", self.loads))
         racks = self.racks()
         for x in self.localities:
-            if not 0 <= x <= 1:
-                raise ConfigError(f"--localities {x:g}: a locality is a fraction within 0..1")
             try:
                 make_rack_matrix("locality", list(racks), racks, x, self.seed)
             except ValueError as exc:
@@ -97,10 +99,6 @@ class DhftConfig(LongFlowSettings):
                                   f"{1 / self.n_hosts:.2g}..{DHFT_MAX_FLOWS // self.n_hosts} on "
                                   f"DHFT({self.k}) ({self.n_hosts} hosts, at most "
                                   f"{DHFT_MAX_FLOWS} flows)")
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
-                              "subflows (at least one per interface)")
-        self.check_settings()
 
     def points(self) -> list[DhftPoint]:
         """Every run; those on the same topology are adjacent (one network

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.options import again, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
-from experiments.config.dhft import DhftConfig
+from base.options import again, names, option
+from experiments.config.common import LongFlowSettings
+from experiments.config.dhft import DhftConfig, check_dhft
 
 LINKFAILURE_SCHEMES = ("tcp_dhft", "mptcp_dhft")
 # The counted time is cut in thirds: before, degraded, restored. Each third
@@ -35,8 +35,8 @@ class LinkFailureConfig(LongFlowSettings):
     middle third of the counted time, once per scheme."""
     k: int = option(4, flag="--k", metavar="K", help="DHFT arity, 4 or 8")
     hosts_per_rack: int | None = again(DhftConfig, "hosts_per_rack", None)
-    schemes: tuple[str, ...] = option(LINKFAILURE_SCHEMES, flag="--schemes", default_text="all",
-                                      help=f"comma list of {', '.join(LINKFAILURE_SCHEMES)}")
+    schemes: tuple[str, ...] = names(LINKFAILURE_SCHEMES, flag="--schemes", choices=LINKFAILURE_SCHEMES,
+                                     what="scheme", default_text="all")
     subflows: int = again(DhftConfig, "subflows", 8)
     factor: float = option(0.1, flag="--factor", metavar="SHARE",     # the paper's 1 Gb/s -> 100 Mb/s
                            help="the degraded link's share of its rate")
@@ -58,14 +58,7 @@ class LinkFailureConfig(LongFlowSettings):
         return self.warmup + self.time_s / 3, self.warmup + 2 * self.time_s / 3
 
     def validate(self) -> None:
-        if self.k not in (4, 8):
-            raise ConfigError(f"--k {self.k}: DHFT needs k divisible by 4, 4 or 8")
-        if not 2 <= self.rack_size <= 16:
-            raise ConfigError(f"--hosts-per-rack {self.rack_size}: must be within 2..16")
-        check_choices("--schemes", "scheme", self.schemes, LINKFAILURE_SCHEMES)
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: MPTCP on DHFT needs 2..{MAX_SUBFLOWS} "
-                              "subflows (at least one per interface)")
+        check_dhft(self.k, self.subflows)
         if not 0.01 <= self.factor < 1:
             raise ConfigError(f"--factor {self.factor:g}: the degraded link's share of its rate "
                               "must be within 0.01..1")

@@ -9,8 +9,8 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES, kernel_schemes
-from base.options import again, links, one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
+from base.options import again, links, names, one_of_list, option
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings
 
 # The paper's table: single-path TCP, EWTCP and MPTCP (LIA), the default;
 # OLIA and uncoupled Reno subflows on request.
@@ -37,16 +37,16 @@ class ManyToOnePoint:
 class ManyToOneConfig(LongFlowSettings):
     """Everything `run_mptcp.sh manytoone` was asked to do."""
     HIDDEN_OPTIONS = ("cc",)            # each scheme names its own
-    schemes: tuple[str, ...] = option(
-        MANYTOONE_DEFAULT, flag="--schemes", help=f"comma list of {', '.join(MANYTOONE_SCHEMES)}",
+    schemes: tuple[str, ...] = names(
+        MANYTOONE_DEFAULT, flag="--schemes", choices=MANYTOONE_SCHEMES, what="scheme",
         default_text=f"{','.join(MANYTOONE_DEFAULT)}, the paper's, where this kernel can run them")
-    n: int = option(4, flag="--n", metavar="N", help="BCube(n, k): switch ports")
+    n: int = option(4, flag="--n", metavar="N", low=2, high=8, help="BCube(n, k): switch ports")
     # levels - 1 (the paper's BCube(4,3) has 256 hosts); --k was its name.
-    k: int = option(1, flag="--levels", old=("--k",), metavar="K",
+    k: int = option(1, flag="--levels", old=("--k",), metavar="K", low=1, high=3,
                     help="BCube(n, k): levels above the first")
     # Subflows of a multipath scheme; None: one per level, as many as a
     # host has interfaces (one short path and k long ones to a neighbour).
-    subflows_given: int | None = option(None, flag="--subflows", metavar="N",
+    subflows_given: int | None = option(None, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,
                                         parse=one_of_list("--subflows", "the multipath schemes' subflow count"),
                                         help="subflows of a multipath scheme", default_text="one per level, k+1")
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
@@ -75,22 +75,14 @@ class ManyToOneConfig(LongFlowSettings):
         return self.n ** self.levels * (self.n - 1) * self.levels
 
     def validate(self) -> None:
-        check_choices("--schemes", "scheme", self.schemes, MANYTOONE_SCHEMES)
-        if not 2 <= self.n <= 8:
-            raise ConfigError(f"--n {self.n}: BCube switch ports must be within 2..8")
-        if not 1 <= self.k <= 3:
-            raise ConfigError(f"--k {self.k}: BCube levels above the first must be within 1..3")
+        self.check_settings()
         if self.n_flows > MAX_FLOWS:
             raise ConfigError(f"BCube({self.n},{self.k}): {self.n ** self.levels} hosts reading from "
                               f"{(self.n - 1) * self.levels} neighbours each is {self.n_flows} "
                               f"flows; at most {MAX_FLOWS} on two cores")
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need "
-                              f"2..{MAX_SUBFLOWS}")
         if self.fabric != "l3":
             raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
                               "fabric gives them")
-        self.check_settings()
 
     def points(self) -> list[ManyToOnePoint]:
         """One run per scheme; the schemes of one congestion control adjacent

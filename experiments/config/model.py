@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.errors import ConfigError
-from base.options import option
+from base.options import check_declared, option
 
 MODEL_K_MAX = 128               # 524288 hosts; the paper's figure stops at 48
 MODEL_SUBFLOWS_MAX = 64
@@ -17,7 +17,8 @@ class ModelConfig:
     experiment: str = "model"
     # The paper's Fig. 6 sizes run up to k=48 (27648 hosts).
     ks: tuple[int, ...] = option((4, 8, 16, 32, 48), flag="--k", help="FatTree arities")
-    max_subflows: int = option(16, flag="--subflows-max", metavar="N", help="subflows m = 1..this")
+    max_subflows: int = option(16, flag="--subflows-max", metavar="N", low=1, high=MODEL_SUBFLOWS_MAX,
+                               help="subflows m = 1..this")
     results: Path = Path("results")
 
     def validate(self) -> None:
@@ -28,8 +29,7 @@ class ModelConfig:
                 raise ConfigError(f"--k {k}: a FatTree arity is even, within 4..{MODEL_K_MAX}")
         if len(set(self.ks)) != len(self.ks):
             raise ConfigError(f"--k {','.join(map(str, self.ks))}: a size is given twice")
-        if not 1 <= self.max_subflows <= MODEL_SUBFLOWS_MAX:
-            raise ConfigError(f"--subflows-max {self.max_subflows}: must be within 1..{MODEL_SUBFLOWS_MAX}")
+        check_declared(self)
 
     def points(self) -> list[str]:
         return ["model"]      # one record, computed

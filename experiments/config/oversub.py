@@ -6,8 +6,9 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.options import one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices, check_lists_given
+from base.options import again, names, one_of_list, option
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
+from experiments.config.dhft import DhftConfig
 
 OVERSUB_SWEEPS = ("load", "locality")
 OVERSUB_MATRICES = ("permutation", "random")     # the load sweep's; locality's is random
@@ -73,38 +74,29 @@ class OversubPoint:
 @dataclass(frozen=True)
 class OversubConfig(OversubscribedSettings):
     """Everything `run_mptcp.sh oversub` was asked to do."""
-    sweeps: tuple[str, ...] = option(OVERSUB_SWEEPS, flag="--sweeps", default_text="all",
-                                     help=f"comma list of {', '.join(OVERSUB_SWEEPS)}")
-    matrices: tuple[str, ...] = option(OVERSUB_MATRICES, flag="--matrices", default_text="all",
-                                       help=f"the load sweep's: comma list of {', '.join(OVERSUB_MATRICES)}")
+    sweeps: tuple[str, ...] = names(OVERSUB_SWEEPS, flag="--sweeps", choices=OVERSUB_SWEEPS, what="sweep",
+                                    default_text="all")
+    matrices: tuple[str, ...] = names(OVERSUB_MATRICES, flag="--matrices", choices=OVERSUB_MATRICES,
+                                      what="matrix", of="the load sweep's: ", default_text="all")
     # Connections per host. At k=4 and 4:1 there are 64 hosts: 1/64 is one
     # flow; the paper's peak is at 0.25, where the uplinks just fill.
     loads: tuple[float, ...] = option((0.0625, 0.125, 0.25, 0.5, 1, 2), flag="--loads",
                                       help="connections per host of the load sweep")
-    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities",
-                                           help="fractions of rack-local flows of the locality sweep")
-    subflows: int = option(4, flag="--subflows", metavar="N",   # the paper's Fig. 7-8 MPTCP
+    localities: tuple[float, ...] = again(DhftConfig, "localities", (0.0, 0.25, 0.5, 0.75, 1.0))
+    subflows: int = option(4, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,  # Fig. 7-8's
                            parse=one_of_list("--subflows", "MPTCP's subflow count"),
                            help="MPTCP subflows per connection")
 
     def validate(self) -> None:
         self.check_network()
-        check_choices("--sweeps", "sweep", self.sweeps, OVERSUB_SWEEPS)
+        self.check_settings()
         check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
                           ("load", "--loads", self.loads))
-        if "load" in self.sweeps:
-            check_choices("--matrices", "matrix", self.matrices, OVERSUB_MATRICES)
-        for x in self.localities:
-            if not 0 <= x <= 1:
-                raise ConfigError(f"--localities {x:g}: a locality is a fraction within 0..1")
         for c in self.loads:
             if not 1 <= round(c * self.n_hosts) <= OVERSUB_MAX_FLOWS:
                 raise ConfigError(f"--loads {c:g}: connections per host must be within "
                                   f"{1 / self.n_hosts:.2g}..{OVERSUB_MAX_FLOWS // self.n_hosts} "
                                   f"({self.n_hosts} hosts, at most {OVERSUB_MAX_FLOWS} flows)")
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: MPTCP needs 2..{MAX_SUBFLOWS}")
-        self.check_settings()
 
     def points(self) -> list[OversubPoint]:
         """Every run, on one network; TCP and MPTCP of a matrix side by side."""

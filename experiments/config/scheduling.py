@@ -10,8 +10,8 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes
-from base.options import again, one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_choices
+from base.options import again, names, one_of_list, option
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings
 from experiments.config.fattree import MAX_SCHEDULE_S, MIN_SCHEDULE_S
 
 SCHEDULING_SCHEMES = ("tcp", "mptcp", "firstfit")
@@ -78,16 +78,16 @@ class SchedulingConfig(LongFlowSettings):
     MPTCP may run on another fabric (their records are labelled with it)."""
     HIDDEN_OPTIONS = ("driver",)        # its flows are the transfer driver's
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
-    schemes: tuple[str, ...] = option(SCHEDULING_SCHEMES, flag="--schemes", default_text="all",
-                                      help=f"comma list of {', '.join(SCHEDULING_SCHEMES)}")
+    schemes: tuple[str, ...] = names(SCHEDULING_SCHEMES, flag="--schemes", choices=SCHEDULING_SCHEMES,
+                                     what="scheme", default_text="all")
     intervals_s: tuple[float, ...] = option(PAPER_INTERVALS_S, flag="--intervals", metavar="S,...",
                                             help="first fit's intervals in seconds (the paper's)")
-    subflows: int = option(8, flag="--subflows", metavar="N",      # the paper's MPTCP in Fig. 13
+    subflows: int = option(8, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,  # Fig. 13's
                            parse=one_of_list("--subflows", "MPTCP's subflow count"), help="MPTCP's subflows")
     min_flow_bytes: int = MIN_FLOW_BYTES
-    time_s: float = again(LongFlowSettings, "time_s", 60.0)
+    time_s: float = again(LongFlowSettings, "time_s", 60.0, low=SCHEDULING_MIN_TIME_S)
     fabric: str = again(LongFlowSettings, "fabric", SCHEDULING_FABRIC)
-    dilation: float = option(1.0, flag="--dilation", metavar="F",
+    dilation: float = option(1.0, flag="--dilation", metavar="F", low=1.0, high=MAX_DILATION,
                              help="stretch time F times: flows F times longer and first fit F times "
                                   f"less often, so a flow lives F times more round trips (1..{MAX_DILATION:g})")
 
@@ -106,9 +106,7 @@ class SchedulingConfig(LongFlowSettings):
     def validate(self) -> None:
         if self.k not in (4, 6, 8):
             raise ConfigError(f"--k {self.k}: the scheduling experiment runs FatTree(4), (6) or (8)")
-        check_choices("--schemes", "scheme", self.schemes, SCHEDULING_SCHEMES)
-        if not 1.0 <= self.dilation <= MAX_DILATION:
-            raise ConfigError(f"--dilation {self.dilation:g}: give 1..{MAX_DILATION:g}")
+        self.check_settings()
         if "firstfit" in self.schemes:
             if not self.intervals_s:
                 raise ConfigError("--intervals: give at least one first fit interval")
@@ -117,15 +115,9 @@ class SchedulingConfig(LongFlowSettings):
                     times = "" if self.dilation == 1 else f" (times --dilation {self.dilation:g})"
                     raise ConfigError(f"--intervals {t:g}: first fit runs every "
                                       f"{MIN_SCHEDULE_S:g}..{MAX_SCHEDULE_S:g} s{times}")
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: MPTCP needs 2..{MAX_SUBFLOWS}")
         if "firstfit" in self.schemes and self.fabric != SCHEDULING_FABRIC:
             raise ConfigError(f"--fabric {self.fabric}: first fit runs on {SCHEDULING_FABRIC} "
                               "(it is its controller's); give --schemes tcp,mptcp for another fabric")
-        self.check_settings()
-        if self.time_s < SCHEDULING_MIN_TIME_S:
-            raise ConfigError(f"--time {self.time_s:g}: the scheduling experiment needs at least "
-                              f"{SCHEDULING_MIN_TIME_S:g} s")
         largest = self.sizes().points[-1][0]
         if largest > MAX_FILE_BYTES:
             dilated = "" if self.dilation == 1 else f" --dilation {self.dilation:g}"

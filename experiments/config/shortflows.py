@@ -11,9 +11,8 @@ from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes, FileSizes, FixedSize
 from base.links import LinkParams
 from experiments.config.algorithms import CC_SCHEMES, kernel_schemes
-from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings,
-                                       check_choices)
-from base.options import again, links, one_of_list, option
+from experiments.config.common import COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings
+from base.options import again, links, names, one_of_list, option
 from experiments.config.oversub import OversubscribedSettings
 
 # The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
@@ -40,10 +39,10 @@ class ShortflowsPoint:
 class ShortflowsConfig(OversubscribedSettings):
     """Everything `run_mptcp.sh shortflows` was asked to do."""
     HIDDEN_OPTIONS = ("cc",)            # the long flows' cc is each scheme's
-    schemes: tuple[str, ...] = option(SHORTFLOWS_SCHEMES, flag="--schemes",
-                                      help=f"the long flows': comma list of {', '.join(SHORTFLOWS_SCHEMES)}",
-                                      default_text="all that this kernel can run")
-    subflows: int = option(4, flag="--subflows", metavar="N",   # E8's
+    schemes: tuple[str, ...] = names(SHORTFLOWS_SCHEMES, flag="--schemes", choices=SHORTFLOWS_SCHEMES,
+                                     what="scheme", of="the long flows': ",
+                                     default_text="all that this kernel can run")
+    subflows: int = option(4, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,   # oversub's
                            parse=one_of_list("--subflows", "the long flows' subflow count"),
                            help="subflows of a multipath long flow")
     long_share: float = option(1 / 3, flag="--long-share", metavar="SHARE", default_text="a third",
@@ -51,8 +50,8 @@ class ShortflowsConfig(OversubscribedSettings):
     # One size for every file; None: the paper's 70 KB, unless file_cdf is
     # given. None rather than 70000 so that --file-bytes 70000 beside
     # --file-cdf is seen as the conflict it is.
-    file_bytes: int | None = option(None, flag="--file-bytes", metavar="BYTES", default_text=str(FILE_BYTES),
-                                    help="short file size")
+    file_bytes: int | None = option(None, flag="--file-bytes", metavar="BYTES", low=1, high=MAX_FILE_BYTES,
+                                    default_text=str(FILE_BYTES), help="short file size")
     # Sizes from a CDF file instead of file_bytes (base/flowsizes.py).
     file_cdf: EmpiricalSizes | None = option(None, flag="--file-cdf", metavar="FILE",
                                              parse=EmpiricalSizes.from_option, default_text="none",
@@ -61,7 +60,7 @@ class ShortflowsConfig(OversubscribedSettings):
     # Mean gap between one host's short files. None: the paper's 200 ms at
     # 100 Mb/s scaled to the link rate and to the files' mean size, so short
     # files load a host's link by the same share (2.8 %).
-    interval_s: float | None = option(None, flag="--interval", metavar="S",
+    interval_s: float | None = option(None, flag="--interval", metavar="S", low=0.01, high=600.0, unit="s",
                                       help="mean seconds between one host's files",
                                       default_text=f"the paper's 0.2 at 100 Mb/s, times 100/bw, times "
                                                    f"the files' mean size over {FILE_BYTES // 1000} KB")
@@ -89,18 +88,11 @@ class ShortflowsConfig(OversubscribedSettings):
 
     def validate(self) -> None:
         self.check_network()
-        check_choices("--schemes", "scheme", self.schemes, SHORTFLOWS_SCHEMES)
-        if not 2 <= self.subflows <= MAX_SUBFLOWS:
-            raise ConfigError(f"--subflows {self.subflows}: the multipath schemes need 2..{MAX_SUBFLOWS}")
+        self.check_settings()
         if not 0 < self.long_share < 1:
             raise ConfigError(f"--long-share {self.long_share}: a fraction of the hosts, within 0..1")
-        if self.file_bytes is not None and not 1 <= self.file_bytes <= MAX_FILE_BYTES:
-            raise ConfigError(f"--file-bytes {self.file_bytes}: must be within 1..{MAX_FILE_BYTES}")
         if self.file_cdf is not None and self.file_bytes is not None:
             raise ConfigError("--file-bytes and --file-cdf: give one of them")
-        if self.interval_s is not None and not 0.01 <= self.interval_s <= 600:
-            raise ConfigError(f"--interval {self.interval_s}: must be within 0.01..600 s")
-        self.check_settings()
         if self.time_s / self.interval > MAX_FILES_PER_HOST / 2:
             raise ConfigError(f"--interval {self.interval:g}: {self.time_s:g} s would give each host "
                               f"about {self.time_s / self.interval:.0f} files; at most "

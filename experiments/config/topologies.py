@@ -7,8 +7,8 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from base.options import links, option
-from experiments.config.common import LongFlowSettings, check_choices, check_subflow_counts
+from base.options import links, names, option
+from experiments.config.common import LongFlowSettings, check_subflow_counts
 
 # The networks, by name; what each is built as is experiments/topologies.py's.
 TOPOLOGY_NAMES = ("fattree", "vl2", "bcube")
@@ -33,8 +33,8 @@ class TopologyPoint:
 @dataclass(frozen=True)
 class TopologiesConfig(LongFlowSettings):
     """Everything `run_mptcp.sh topologies` was asked to do."""
-    topologies: tuple[str, ...] = option(TOPOLOGY_NAMES, flag="--topologies", default_text="all",
-                                         help=f"comma list of {', '.join(TOPOLOGY_NAMES)}")
+    topologies: tuple[str, ...] = names(TOPOLOGY_NAMES, flag="--topologies", choices=TOPOLOGY_NAMES,
+                                        what="topology", default_text="all")
     subflows: tuple[int, ...] = option((1, 2, 3, 4, 6, 8), flag="--subflows", metavar="LIST",
                                        help="comma list of subflow counts, 1 = TCP")
     # 5 Mb/s: BCube's hosts relay through each other and its subflows detour;
@@ -42,7 +42,6 @@ class TopologiesConfig(LongFlowSettings):
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
 
     def validate(self) -> None:
-        check_choices("--topologies", "topology", self.topologies, TOPOLOGY_NAMES)
         check_subflow_counts(self.subflows)
         if self.fabric != "l3" and "bcube" in self.topologies:
             raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
