@@ -26,8 +26,12 @@ CLIENT_PORT_BLOCK = 1000      # most flows one host may send in a run
 CLIENT_PORT_BLOCKS = 25       # a block comes back after 25 runs, > 60 s of TIME_WAIT
 LISTEN_TIMEOUT_S = 10
 # How long after the planned end a client may take to report before it is
-# killed and its flow marked as timed out.
+# killed and its flow marked as timed out; at slow links, longer
+# (TrafficDriver.finish_grace_s).
 FINISH_GRACE_S = 20
+# A report crosses up to this many full queues each way (FatTree's longest
+# path), and may meet a lost segment and its retransmission timeouts.
+REPORT_HOPS, REPORT_ROUND_TRIPS = 6, 4
 
 
 class TrafficError(RuntimeError):
@@ -85,6 +89,15 @@ class TrafficDriver:
         self.fabric = fabric
         self.procs = procs
         self._next_block = 0
+
+    def finish_grace_s(self) -> float:
+        """FINISH_GRACE_S, or a few round trips through full queues where
+        those take longer: at 0.5 Mb/s a 100-packet queue takes 2.4 s to
+        drain, and a client's last exchange on a FatTree(8) was seen to take
+        more than 20 s."""
+        link = self.fabric.link
+        drain_s = link.queue_pkts * 1514 * 8 / (link.bw_mbps * 1e6)
+        return max(FINISH_GRACE_S, REPORT_ROUND_TRIPS * 2 * REPORT_HOPS * drain_s)
 
     def endpoints(self, flows: list[Flow]) -> list[FlowEndpoints]:
         """Ports for the next run: a distinct server port per flow on its

@@ -24,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from emulator.traffic.common import (FINISH_GRACE_S, FlowEndpoints, FlowOutcome, TrafficDriver,
+from emulator.traffic.common import (FlowEndpoints, FlowOutcome, TrafficDriver,
                                       reset_connections)
 
 CONNECT_TIMEOUT_MS = 5000
@@ -120,7 +120,7 @@ class IperfDriver(TrafficDriver):
             if on_started:
                 on_started()
             # A client connecting late still runs its whole time.
-            late = self.procs.wait(clients, time.monotonic() + timeout_ms / 1000 + total_s + FINISH_GRACE_S)
+            late = self.procs.wait(clients, time.monotonic() + timeout_ms / 1000 + total_s + self.finish_grace_s())
             self.procs.stop(late)
             # A server exits once its client's test is over; give it a moment.
             self.procs.stop(self.procs.wait(servers, time.monotonic() + 5))

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from base.procs import ProcessTracker, wait_readable
-from emulator.traffic.common import (FINISH_GRACE_S, LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome,
+from emulator.traffic.common import (LISTEN_TIMEOUT_S, FlowEndpoints, FlowOutcome,
                                       TrafficDriver, TrafficError, reset_connections)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -127,7 +127,7 @@ class SocketDriver(TrafficDriver):
                          "offsets": {str(f.index): spread * i / len(flows) for i, f in enumerate(flows)}})
             if on_started:
                 on_started()
-            sent = sender.hear(RELEASE_LEAD_S + total_s + FINISH_GRACE_S)
+            sent = sender.hear(RELEASE_LEAD_S + total_s + self.finish_grace_s())
             received = receiver.hear(DRAIN_S)
             if received is None:
                 receiver.tell({"stop": True})
