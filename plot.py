@@ -2,6 +2,7 @@
 """Draw every figure of a results directory, and a report.
 
     plot.py [RESULTS_DIR] [--queue-run N ...]        (default: results)
+    plot.py DIR1 DIR2 ... --into DIR                  (merge, then draw DIR)
 
 Reads the run folders of every experiment of the catalogue (base/catalogue.py;
 `run_mptcp.sh list` names them) below RESULTS_DIR, each with its run.json
@@ -46,12 +47,14 @@ from dataclasses import dataclass, field  # noqa: E402
 
 import importlib  # noqa: E402
 
-from base import catalogue  # noqa: E402
+from base import catalogue, merge  # noqa: E402
+from base.errors import ConfigError  # noqa: E402
 from figures import queue as queue_fig  # noqa: E402
 from figures.cpu import draw_cpu  # noqa: E402
 from figures.links import draw_link_util  # noqa: E402
 from figures.report import Section, write_report  # noqa: E402
 from figures.rtt import draw_rtt  # noqa: E402
+from figures import seeds  # noqa: E402
 from figures.runs import NOTES, REFERENCE, RUN_DIR, Drawn, Run, group, load_runs, note, title  # noqa: E402,F401
 from figures.samples import backlog, load_each, port_utilisation, read_cpu, read_ports, read_rtt  # noqa: E402
 from figures.throughput import bar_heights, draw_throughput  # noqa: E402,F401
@@ -174,11 +177,16 @@ def figure_modules() -> dict[str, list[str]]:
     return modules
 
 
-def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | None:
-    """Every figure and the report of a results directory (None: no run to draw)."""
+def draw_all(results: Path, queue_runs: list[int] | None = None,
+             shard_notes: list[str] = ()) -> Drawing | None:
+    """Every figure and the report of a results directory (None: no run to
+    draw); `shard_notes`: the shards missing from it (base/merge.check)."""
     NOTES.clear()
+    for text in shard_notes:
+        note(text)
     unusable: dict[Path, str] = {}
-    groups = group(load_runs(results, unusable))
+    loaded = load_runs(results, unusable)
+    groups = group(loaded)
     plots = results / "plots"
     by_experiment: dict[str, dict[str, Drawn]] = {}
     extra: list[str] = []
@@ -194,14 +202,19 @@ def draw_all(results: Path, queue_runs: list[int] | None = None) -> Drawing | No
         return None
     sections = []
     for (topology, workload), runs in groups.items():
+        here = next(iter(runs.values())).dir.parent
         s = Section(topology, workload, runs, unusable={
             int(m[1]): why for p, why in unusable.items()
-            if p.parent.parent == results / topology / workload and (m := RUN_DIR.fullmatch(p.parent.name))})
+            if p.parent.parent == here and (m := RUN_DIR.fullmatch(p.parent.name))})
         out = plots / f"{topology}-{workload}-throughput.png"
         s.drawn["throughput"] = draw_throughput(topology, workload, runs, out)
         s.figures["throughput"] = _written(out)
         sample_figures(s, plots, queue_runs)
         sections.append(s)
+    for (topology, workload), points in seeds.by_seed(loaded).items():
+        out = plots / f"{topology}-{workload}-seeds-throughput.png"
+        by_experiment.setdefault("fattree", {})[out.stem] = seeds.draw(topology, workload, points, out)
+        extra = seeds.report_lines(topology, workload, points, _written(out), results) + extra
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
@@ -216,20 +229,37 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def main(argv: list[str] | None = None) -> int:
     ap = _OneLineParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", nargs="?", default="results", type=Path,
-                    help="results directory (default: results)")
+    ap.add_argument("results", nargs="*", type=Path,
+                    help="results directory (default: results); several, with --into: merged first")
+    ap.add_argument("--into", type=Path, metavar="DIR",
+                    help="copy the runs of every RESULTS folder (e.g. shards from several machines) "
+                         "into DIR, refusing a point found twice or shards run with other settings, "
+                         "and draw DIR")
     ap.add_argument("--queue-run", type=int, action="append", metavar="N",
                     help="subflow count whose queues to draw (repeatable; default: the smallest "
                          "and the largest with port samples)")
     args = ap.parse_args(argv)
-    if args.results.exists() and not args.results.is_dir():
-        ap.error(f"{args.results} is a file, not a results folder")
+    sources = args.results or [Path("results")]
+    if len(sources) > 1 and args.into is None:
+        ap.error("several results folders: name the folder to merge them into with --into DIR")
+    for folder in sources + ([args.into] if args.into else []):
+        if folder.exists() and not folder.is_dir():
+            ap.error(f"{folder} is a file, not a results folder")
     if any(not 1 <= n <= 8 for n in args.queue_run or ()):
         ap.error("--queue-run: a subflow count within 1..8")
+    results = args.into or sources[0]
     try:
-        draw_all(args.results, args.queue_run)
+        shard_notes = (merge.merge(sources, args.into) if args.into
+                       else merge.check(merge.runs_in(results)))
+    except ConfigError as e:
+        ap.error(str(e))
+    except OSError as e:   # a run could not be copied
+        note(f"cannot merge into {args.into}: {e}")
+        return 1
+    try:
+        draw_all(results, args.queue_run, shard_notes)
     except OSError as e:   # a figure or the report could not be written
-        note(f"cannot write into {args.results}: {e}")
+        note(f"cannot write into {results}: {e}")
         return 1
     return 0
 

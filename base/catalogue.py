@@ -73,16 +73,17 @@ class Row:
 RECORD = "run.json"
 
 
-def experiment(name: str, purpose: str, reproduces: str, run: str, records: str, layout: str,
-               source: str = "sigcomm11", **more) -> Row:
+def experiment(name: str, purpose: str, reproduces: str, run: str, records: str | tuple[str, ...],
+               layout: str, source: str = "sigcomm11", **more) -> Row:
     """A row whose parts have the usual names: harness.options' NAME_parser and
     NAME_config_from_args, `run` in experiments/NAME.py (unless a dotted path),
-    figures/NAME.py, and its records' glob below a results folder."""
+    figures/NAME.py, and its records' glob (or globs) below a results folder."""
+    globs = (records,) if isinstance(records, str) else records
     return Row(name, purpose, reproduces, source,
                config_from=f"harness.options:{name}_config_from_args",
                parser=f"harness.options:{name}_parser",
                run=run if ":" in run else f"experiments.{name}:{run}",
-               records=(f"{records}/{RECORD}",), layout=layout,
+               records=tuple(f"{g}/{RECORD}" for g in globs), layout=layout,
                **{"figure": f"figures.{name}", **more})
 
 
@@ -90,8 +91,8 @@ NO_NETWORK = {"traffic": "experiments.plan:no_traffic", "machine": False}
 
 ROWS: dict[str, Row] = {row.name: row for row in (
     experiment("fattree", "TCP against MPTCP with 1..8 subflows on FatTree(k), per workload",
-               "Fig. 2-3; CS244 '13 Fig. 2-12", "FatTreeExperiment", "*/*/*",
-               "ft<k>/<workload>/flows<N>/", usage="K [WORKLOAD] [options]",
+               "Fig. 2-3; CS244 '13 Fig. 2-12", "FatTreeExperiment", ("*/*/*", "ft*/*/seed*/*"),
+               "ft<k>/<workload>/[seed<S>/]flows<N>/", usage="K [WORKLOAD] [options]",
                figure="plot"),   # plot.py draws the sweep's figures itself
     experiment("wifi3g", "WiFi + 3G: goodput against receive buffer, WiFi loss and RTT",
                "NSDI 2012 Fig. 4 (CS244 '14)", "Wifi3GExperiment", "wifi3g/*/*/*",

@@ -18,8 +18,11 @@ SCHEMA = 1
 RECORD = catalogue.RECORD
 
 
-def fattree_run(results: Path, topology: str, workload: str, subflows: int) -> Path:
-    return results / topology / workload / f"flows{subflows}"
+def fattree_run(results: Path, topology: str, workload: str, subflows: int,
+                seed: int | None = None) -> Path:
+    """`seed`: one of a sweep's --seeds, each in a folder of its own."""
+    workload_dir = results / topology / workload
+    return (workload_dir if seed is None else workload_dir / f"seed{seed}") / f"flows{subflows}"
 
 
 def wifi3g_run(results: Path, sweep: str, scheme: str, label: str) -> Path:

@@ -55,9 +55,12 @@ def _reset_tcp_sockets(ns_pid: int) -> list[str]:
 class Network:
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
                  fabric: str = "l3", log_dir: Path | None = None, driver: str = "iperf3",
-                 fabric_options: dict | None = None):
+                 fabric_options: dict | None = None, host_settings: dict[str, str] | None = None):
         """`fabric_options`: keyword arguments for the fabric's class (e.g.
-        the openflow controller's `schedule_interval_s`)."""
+        the openflow controller's `schedule_interval_s`); `host_settings`:
+        sysctls set in every host besides the harness's own (an alternative
+        a user chose, e.g. net.ipv4.tcp_notsent_lowat)."""
+        self.host_settings = dict(host_settings or {})
         self.topo = topo
         self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed, log_dir=log_dir,
                                               **(fabric_options or {}))
@@ -80,7 +83,7 @@ class Network:
             self.coupled_cc.start()
             self.fabric.start()
             for host in self.fabric.hosts():
-                self.sysctl(host, transport.host_sysctls(self.cc))
+                self.sysctl(host, {**transport.host_sysctls(self.cc), **self.host_settings})
                 self.pm.attach(host, self.fabric.pid(host))
             self.pm.start()
         except BaseException:

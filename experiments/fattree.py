@@ -52,9 +52,11 @@ class Sweep:
         self.capacity = capacity
         first_fit = ({"schedule_interval_s": cfg.schedule_interval_s}
                      if cfg.schedule_interval_s is not None else {})
+        lowat = ({"net.ipv4.tcp_notsent_lowat": str(cfg.notsent_lowat)}
+                 if cfg.notsent_lowat is not None else {})
         self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
                            log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
-                           fabric_options=first_fit)
+                           fabric_options=first_fit, host_settings=lowat)
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
@@ -159,7 +161,7 @@ class Sweep:
 
     def measure(self, rc: RunConfig, folder: Path) -> dict:
         """One run's traffic, monitors and record, its files in `folder`."""
-        workload_dir = ensure_dir(self.cfg.results / rc.topology / rc.workload)
+        workload_dir = ensure_dir(rc.workload_dir(self.cfg.results))
         matrix = load_or_make(workload_dir / "matrix.json", rc.workload, self.fabric.hosts(), rc.seed)
         give_to_invoking_user(workload_dir / "matrix.json")
         flows = self.driver.endpoints(list(matrix.flows))
@@ -282,9 +284,9 @@ class Sweep:
 
 
 class FatTreeExperiment(Experiment):
-    """The FatTree sweep as an experiment: one network for all its runs
-    (workloads x subflow counts), the optimal rate measured once on it, and
-    the capacity guard's verdict before anything is built."""
+    """The FatTree sweep as an experiment: one network per seed for all its
+    runs (workloads x subflow counts), the optimal rate measured once on
+    each, and the capacity guard's verdict before anything is built."""
     name = "fattree"
 
     def __init__(self, sweep: "Sweep | SweepConfig", say=print, guard: bool = True):
@@ -321,11 +323,15 @@ class FatTreeExperiment(Experiment):
     def points(self) -> list[RunConfig]:
         return self.cfg.runs()
 
-    def network_key(self, rc: RunConfig) -> str:
-        return "the sweep's"
+    def network_key(self, rc: RunConfig) -> int:
+        return rc.seed
 
-    def network(self, key) -> Sweep:
-        return self.sweep
+    def network(self, seed: int) -> Sweep:
+        """The sweep's own network, or for another of its --seeds one with
+        that seed's hash (its matrix comes with its runs)."""
+        if seed == self.sweep.cfg.seed:
+            return self.sweep
+        return Sweep(self.cfg.replace(seed=seed), say=self.say, capacity=self.sweep.capacity)
 
     def prepare(self, sweep: Sweep) -> None:
         sweep.baseline_mbps = sweep.measure_baseline()

@@ -18,7 +18,8 @@ An experiment (a subclass of `Experiment`) declares what is its own:
   verdict), raising ConfigError to refuse; `after()`: what to learn from
   the finished runs. Nothing by default.
 
-The runner owns the rest: grouping by network; progress with what is left
+The runner owns the rest: a shard's share of the points (`--shard I/N`,
+base/shards.py); grouping by network; progress with what is left
 and the ETA, from the first line (experiments/plan.py: this machine's
 recorded runs, then the runs done); the staging folder and its atomic commit (experiments/staging.py:
 an interrupted run leaves the earlier one in place); the fields every
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Hashable
 
 from base import catalogue, records
+from base.shards import Shard
 from emulator.network import Network
 from experiments import plan
 from experiments.staging import RunStage
@@ -94,15 +96,22 @@ class Experiment:
 
 
 class Runner:
-    def __init__(self, experiment: Experiment, say=print):
+    def __init__(self, experiment: Experiment, say=print, shard: Shard | None = None):
+        """`shard`: run only that share of the points (base/shards.py)."""
         self.experiment = experiment
         self.say = say
+        self.shard = shard
         self.wall_s = 0.0
+        self.total_points = 0
 
     def run(self) -> list[Path]:
         exp = self.experiment
         exp.admit()
         points = exp.points()
+        self.total_points = len(points)
+        if self.shard:
+            points = self.shard.mine(points)
+            self.say(f"shard {self.shard}: {len(points)} of the {self.total_points} points")
         traffic = self._traffic_of()
         planned = plan.estimate(exp.name, exp.cfg, traffic, points).wall_s if traffic else None
         history = plan.History()
@@ -143,6 +152,8 @@ class Runner:
             own = exp.run_point(net, point, stage.path)
             record = {"schema": records.SCHEMA, "experiment": exp.name, "kernel": platform.release(),
                       "started_at": iso(started_at), "finished_at": iso(time.time()), **own}
+            if self.shard:
+                record["shard"] = self.shard.record(self.total_points, exp.cfg)
             record["valid"] = not record["flags"]
             stage.commit(record)
         summary = exp.summarise(record)

@@ -63,9 +63,10 @@ def _figure(results: Path, name: str, fig: Path | str | None) -> str:
 
 
 def table(s: Section) -> list[str]:
-    k = next(iter(s.runs.values())).config.get("k")
-    paper = REFERENCE.get((k, s.workload), {})
-    source = REFERENCE_SOURCE.get((k, s.workload))
+    first = next(iter(s.runs.values()))
+    k, workload = first.config.get("k"), first.workload    # s.workload may be a seed's section
+    paper = REFERENCE.get((k, workload), {})
+    source = REFERENCE_SOURCE.get((k, workload))
     rows = ([f"Reference mean: {source}.", ""] if source else []) + ["| Subflows | Mean % | p10 % | Min % | Reference mean % | CPU % | Link util % | RTT ms (mean ± sd) "
             "| Valid | Flags |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]

@@ -35,6 +35,7 @@ REFERENCE_SOURCE = {
     (8, "one_to_one"): "paper Fig. 2 text: TCP < 50 %, MPTCP-8 90 %",
 }
 RUN_DIR = re.compile(r"flows(\d+)")
+SEED_DIR = re.compile(r"seed(\d+)")
 
 
 class FlowPercents:
@@ -66,10 +67,17 @@ class Run(FlowPercents):
     valid: bool
     flags: list[str]
     cpu_mean_pct: float | None = None   # run.json's, over the whole run
+    seed_dir: str = ""                  # "seed1": one of a sweep's --seeds (<workload>/seed1/flows<N>)
 
     @property
     def dir(self) -> Path:
         return self.path.parent
+
+    @property
+    def section(self) -> str:
+        """The report section and figure name it is drawn in: its workload,
+        and its seed where the sweep ran several."""
+        return f"{self.workload}-{self.seed_dir}" if self.seed_dir else self.workload
 
     def number(self, field: str, default: float | None = None) -> float | None:
         """A numeric config value, or `default` when absent or not a number."""
@@ -90,7 +98,7 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def parse_run(path: Path, topology: str, workload: str, subflows: int) -> Run:
+def parse_run(path: Path, topology: str, workload: str, subflows: int, seed_dir: str = "") -> Run:
     """Read one run.json; ValueError (one line) if it is unusable."""
     try:
         doc = json.loads(path.read_text())
@@ -102,6 +110,8 @@ def parse_run(path: Path, topology: str, workload: str, subflows: int) -> Run:
     seen = (cfg.get("topology"), cfg.get("workload"), cfg.get("subflows"))
     if seen != (topology, workload, subflows):
         raise ValueError(f"config says {seen}, directory says {(topology, workload, subflows)}")
+    if seed_dir and seed_dir != f"seed{cfg.get('seed')}":
+        raise ValueError(f"config says seed {cfg.get('seed')}, directory says {seed_dir}")
     flows = doc.get("flows")
     if not isinstance(flows, list) or not flows:
         raise ValueError("no flows")
@@ -114,24 +124,27 @@ def parse_run(path: Path, topology: str, workload: str, subflows: int) -> Run:
     flags = [str(f) for f in flags] if isinstance(flags, list) else [str(flags)]
     cpu = doc.get("cpu_mean_pct")
     return Run(path, topology, workload, subflows, cfg, [float(p) for p in pcts], doc["valid"], flags,
-               float(cpu) if _is_number(cpu) else None)
+               float(cpu) if _is_number(cpu) else None, seed_dir)
 
 
 def load_runs(results: Path, skipped: dict[Path, str] | None = None) -> list[Run]:
-    """Every usable run under results/<topology>/<workload>/flows<N>/run.json;
+    """Every usable run under results/<topology>/<workload>/[seed<S>/]flows<N>/run.json;
     the unusable ones are noted (and put in `skipped`, path -> reason)."""
     runs = []
     for path in records.committed(results, records.of("fattree")):
         parts = path.relative_to(results).parts
         if parts[0] == "plots":
             continue
-        m = RUN_DIR.fullmatch(parts[2])
+        seed_dir = parts[2] if len(parts) == 5 else ""
+        m = RUN_DIR.fullmatch(parts[-2])
         reason = None
         if not m:
             reason = "directory is not named flows<N>"
+        elif seed_dir and not SEED_DIR.fullmatch(seed_dir):
+            reason = "directory is not named seed<S>"
         else:
             try:
-                runs.append(parse_run(path, parts[0], parts[1], int(m.group(1))))
+                runs.append(parse_run(path, parts[0], parts[1], int(m.group(1)), seed_dir))
             except ValueError as e:
                 reason = str(e)
         if reason:
@@ -142,10 +155,11 @@ def load_runs(results: Path, skipped: dict[Path, str] | None = None) -> list[Run
 
 
 def group(runs: list[Run]) -> dict[tuple[str, str], dict[int, Run]]:
-    """{(topology, workload): {subflows: run}}, sorted by key."""
+    """{(topology, section): {subflows: run}}, sorted by key; the section is
+    the workload, or the workload and seed of one of a sweep's --seeds."""
     groups: dict[tuple[str, str], dict[int, Run]] = {}
     for r in runs:
-        groups.setdefault((r.topology, r.workload), {})[r.subflows] = r
+        groups.setdefault((r.topology, r.section), {})[r.subflows] = r
     return {key: dict(sorted(g.items())) for key, g in sorted(groups.items())}
 
 
@@ -201,6 +215,11 @@ def routing(runs: dict[int, Run]) -> str:
         text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
     if any(driver_text(r.config) for r in runs.values()):
         text += f", driver={common(runs, 'driver')}"
+    lowats = {r.config.get("notsent_lowat") for r in runs.values()}
+    if lowats != {None}:
+        # Not the kernel's default: say so on the figure (README, "FatTree(8)").
+        shown = "/".join(sorted(f"{v} B" if v else "kernel's" for v in lowats))
+        text += f", hosts' notsent_lowat {shown}" + (" (MIXED)" if len(lowats) > 1 else "")
     return text
 
 

@@ -91,9 +91,10 @@ def bar_heights(ax) -> dict[int, tuple[float, bool]]:
 
 def draw_throughput(topology: str, workload: str, runs: dict[int, Run], out: Path):
     """Write the two-panel figure for one (topology, workload); return the bar heights drawn."""
-    k = next((r.config.get("k") for r in runs.values()), None)
-    ref_pct = REFERENCE.get((k, workload), {})
-    ref_source = REFERENCE_SOURCE.get((k, workload), "")
+    first = next(iter(runs.values()))
+    k, base = first.config.get("k"), first.workload   # `workload` may be a seed's section
+    ref_pct = REFERENCE.get((k, base), {})
+    ref_source = REFERENCE_SOURCE.get((k, base), "")
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained",
                                       gridspec_kw={"width_ratios": [1.15, 1]})
     fig.suptitle(title(topology, workload, runs), fontsize=11)

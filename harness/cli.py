@@ -47,14 +47,30 @@ class Command:
     def machine(self) -> bool:
         return self.row.machine
 
-    def run(self, cfg) -> None:
+    def run(self, cfg, shard=None) -> None:
         target = self.row.load("run")
         if not self.row.machine:
             target(cfg)
             return
         from experiments.runner import Runner
         experiment = target(cfg)
-        Runner(experiment, say=experiment.say).run()
+        Runner(experiment, say=experiment.say, shard=shard).run()
+
+    def shard_of(self, cfg, args):
+        """The `--shard` given (base/shards.Shard), checked against the
+        points; None when not given."""
+        from base.shards import Shard
+        if getattr(args, "shard", None) is None:
+            return None
+        shard = Shard.parse(args.shard)
+        if not self.row.machine:
+            raise ConfigError(f"--shard: {self.row.name} computes without a network, in one go; "
+                              "it has no shards")
+        total = len(cfg.points())
+        if shard.index > total:
+            raise ConfigError(f"--shard {shard}: {self.row.name} has {total} point"
+                              f"{'' if total == 1 else 's'} here, so shard {shard.index} would run none")
+        return shard
 
 
 def commands() -> dict[str | None, Command]:
@@ -133,11 +149,12 @@ def main(argv: list[str] | None = None) -> int:
             return listing.main(rest)
         command = commands()[name]
         cfg, args = command.config_from(rest)
+        shard = command.shard_of(cfg, args)
         if args.validate_only:
             return 0
         if args.plan:
             from harness import listing
-            print(listing.plan_text(command.row, cfg, args))
+            print(listing.plan_text(command.row, cfg, args, shard))
             return 0
         lock, machine_notes = None, []
         if command.machine:
@@ -154,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for note in machine_notes + _notes(cfg, args):
             print(note)
-        command.run(cfg)
+        command.run(cfg, shard)
         if args.no_plots:
             print(f"figures not drawn (--no-plots): ./plot.py {cfg.results} draws them")
             return 0

@@ -75,16 +75,22 @@ def point_text(point, fields: list[str]) -> str:
     return ", ".join(f"{n} {getattr(point, n)}" for n in fields) or "the only run"
 
 
-def plan_text(row: catalogue.Row, cfg, args) -> str:
-    """Every point with its traffic, the totals and estimated wall time, the
-    capacity verdict: all without building anything."""
+def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:
+    """Every point with its traffic (a shard's only), the totals and
+    estimated wall time, the capacity verdict: all without building anything."""
     traffic = row.load("traffic")
-    points = cfg.points()
-    fields = varying(points)
+    every = cfg.points()
+    points = shard.mine(every) if shard else every
+    fields = varying(every)
     lines = [f"plan: {PROG} {row.name} ({row.reproduces}): {row.purpose}"]
-    for i, point in enumerate(points, 1):
+    if shard:
+        i, n = shard.index, shard.count
+        lines.append(f"shard {shard}: {len(points)} of the {len(every)} points (numbers {i}, {i + n}, "
+                     f"{i + 2 * n}, ...); the same command with the other shards runs the rest")
+    numbers = [j + 1 for j in range(len(every)) if not shard or j % shard.count == shard.index - 1]
+    for i, point in zip(numbers, points):
         t = traffic(cfg, point)
-        lines.append(f"  [{i}/{len(points)}] {point_text(point, fields)}"
+        lines.append(f"  [{i}/{len(every)}] {point_text(point, fields)}"
                      + ("" if not t else f": {t:g} s of traffic"))
     est = plan.estimate(row.name, cfg, traffic, points, machine=row.machine)
     lines.append(f"estimate: {est.line()}")

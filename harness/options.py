@@ -45,6 +45,9 @@ def parser() -> argparse.ArgumentParser:
                        warmup_help=scaled_warmup_help(SweepConfig.warmup_at_10mbps))
     add_link_options(p)
     add_seed_option(p, 0)
+    p.add_argument("--seeds", default=None, metavar="LIST",
+                   help="run the sweep once per seed, e.g. 0,1,2 (each its matrix and hash, a network "
+                        "each); the figure's bar is their mean, each seed marked")
     add_cc_option(p)
     add_fabric_option(p, None)
     add_driver_option(p, "iperf3")
@@ -52,6 +55,10 @@ def parser() -> argparse.ArgumentParser:
                    help="leave TSO/GSO on at the hosts (switch queue limits then count superpackets)")
     p.add_argument("--monitor-interval", type=finite, default=1.0,
                    help="seconds between monitor samples: CPU, switch ports, subflow RTT (1)")
+    p.add_argument("--notsent-lowat", type=int, default=None, metavar="BYTES",
+                   help="set net.ipv4.tcp_notsent_lowat in every host: a subflow then holds at most "
+                        "this much unsent data, and the MPTCP scheduler gives the rest to subflows "
+                        "that can send (default: the kernel's, no limit; README, \"FatTree(8)\")")
     p.add_argument("--schedule-interval", type=finite, default=None,
                    help="with --fabric openflow-reactive: the controller also runs Hedera's first "
                         "fit this often, in seconds (paper Fig. 13: 5, 1, 0.5, 0.1)")
@@ -107,13 +114,18 @@ def config_from_args(argv: list[str]) -> tuple[SweepConfig, argparse.Namespace]:
         fabric_note = f"default fabric {fabric}: {why}"
     cc, cc_note = resolve_cc(args.cc)
     check_folder_path(args.results, "--results")
-    cfg = SweepConfig(fabric_note=fabric_note, cc_note=cc_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
+    seeds = number_list(args.seeds, "--seeds", int) if args.seeds is not None else ()
+    if seeds and args.seed != 0:
+        raise ConfigError("--seed and --seeds: give one (--seeds 0,1,2 runs each)")
+    if args.seeds is not None and not seeds:
+        raise ConfigError("--seeds: give two or more seeds, e.g. 0,1,2")
+    cfg = SweepConfig(seeds=seeds, fabric_note=fabric_note, cc_note=cc_note, k=k, workloads=workloads, subflows=parse_subflows(args.subflows),
                       link=LinkParams(bw_mbps=args.bw, queue_pkts=args.queue, offload=args.offload),
-                      time_s=args.time, seed=args.seed, fabric=fabric, cc=cc,
+                      time_s=args.time, seed=seeds[0] if seeds else args.seed, fabric=fabric, cc=cc,
                       results=Path(args.results), warmup_s=args.warmup, force=args.force,
                       recalibrate=args.recalibrate, driver=args.driver,
                       monitor_interval_s=args.monitor_interval,
-                      schedule_interval_s=args.schedule_interval)
+                      schedule_interval_s=args.schedule_interval, notsent_lowat=args.notsent_lowat)
     cfg.validate()
     check_size(cfg)
     return cfg, args

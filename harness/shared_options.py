@@ -98,6 +98,9 @@ def add_results_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plan", action="store_true",
                    help="print the runs, their traffic, the estimated wall time and the capacity "
                         "verdict, then stop: builds nothing, needs no root")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="run only the I-th of N shares of the points (round robin), e.g. for N "
+                        "machines; ./plot.py A B --into C brings the folders together")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
 
 

@@ -85,7 +85,7 @@ RECORDED_SYSCTLS = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max
                     "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
                     "net.mptcp.pm_type", "net.mptcp.enabled",
                     "net.mptcp.syn_retrans_before_tcp_fallback", "net.mptcp.blackhole_timeout",
-                    "net.mptcp.stale_loss_cnt")
+                    "net.mptcp.stale_loss_cnt", "net.ipv4.tcp_notsent_lowat")
 
 
 def read_sysctls(ns_pid: int | None, names=RECORDED_SYSCTLS) -> dict[str, str]:

@@ -18,6 +18,9 @@ from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS, SWEEP_WARMUP_S_A
 # 100 ms. Half that is the shortest allowed: nothing shorter was tried here,
 # and a round must have the switches' flow statistics back before the next.
 MIN_SCHEDULE_S, MAX_SCHEDULE_S = 0.05, 60.0
+# --seeds: each seed is a network and a sweep of its own.
+MAX_SEEDS = 20
+MAX_NOTSENT_LOWAT = 2 ** 31 - 1
 
 
 @dataclass(frozen=True)
@@ -37,13 +40,20 @@ class RunConfig:
     cc_note: str = ""          # why this congestion control, when the default fell back
     driver: str = "iperf3"     # what sends the flows (DRIVERS)
     schedule_interval_s: float | None = None   # the controller's first fit, that often
+    seeds: tuple[int, ...] = ()  # the sweep's --seeds, when it has several: a folder per seed
+    notsent_lowat: int | None = None   # bytes: the hosts' net.ipv4.tcp_notsent_lowat (None: the kernel's)
 
     @property
     def topology(self) -> str:
         return f"ft{self.k}"
 
     def run_dir(self, results: Path) -> Path:
-        return records.fattree_run(results, self.topology, self.workload, self.subflows)
+        return records.fattree_run(results, self.topology, self.workload, self.subflows,
+                                   self.seed if self.seeds else None)
+
+    def workload_dir(self, results: Path) -> Path:
+        """Where this run's traffic matrix is kept (one per seed)."""
+        return self.run_dir(results).parent
 
     def as_record(self) -> dict:
         """The `config` object of run.json (flat, as the README documents it)."""
@@ -66,6 +76,8 @@ class RunConfig:
             "driver": self.driver,
             **({"schedule_interval_s": self.schedule_interval_s}
                if self.schedule_interval_s is not None else {}),
+            **({"seeds": list(self.seeds)} if self.seeds else {}),
+            **({"notsent_lowat": self.notsent_lowat} if self.notsent_lowat is not None else {}),
         }
 
 
@@ -90,6 +102,12 @@ class SweepConfig(WarmupFromRate):
     cc_note: str = ""                 # why this congestion control, when the default fell back
     driver: str = "iperf3"            # what sends the flows (DRIVERS)
     schedule_interval_s: float | None = None   # Hedera's first fit that often (openflow-reactive)
+    seeds: tuple[int, ...] = ()       # --seeds: each a matrix and hash of its own; () is (seed,)
+    notsent_lowat: int | None = None  # --notsent-lowat: bytes a subflow may hold unsent (None: the kernel's)
+
+    @property
+    def seed_list(self) -> tuple[int, ...]:
+        return self.seeds or (self.seed,)
 
     @property
     def counted(self) -> float:
@@ -118,7 +136,15 @@ class SweepConfig(WarmupFromRate):
             if w not in WORKLOADS:
                 raise ConfigError(f"unknown workload {w!r}: choose one of {', '.join(WORKLOADS)} or all")
         check_subflow_counts(self.subflows)
-        check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, self.seed)
+        for seed in self.seed_list:
+            check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, seed)
+        if len(set(self.seeds)) != len(self.seeds) or len(self.seeds) == 1:
+            raise ConfigError(f"--seeds {','.join(map(str, self.seeds))}: give two or more "
+                              "different seeds (--seed runs one)")
+        if self.notsent_lowat is not None and not 1 <= self.notsent_lowat <= MAX_NOTSENT_LOWAT:
+            raise ConfigError(f"--notsent-lowat {self.notsent_lowat}: must be within 1..{MAX_NOTSENT_LOWAT} bytes")
+        if len(self.seeds) > MAX_SEEDS:
+            raise ConfigError(f"--seeds: at most {MAX_SEEDS} seeds ({len(self.seeds)} given)")
         check_driver(self.driver)
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
@@ -134,12 +160,14 @@ class SweepConfig(WarmupFromRate):
         self.link.validate()
 
     def runs(self) -> list[RunConfig]:
+        """Seed by seed (a network each), then workloads and subflow counts."""
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.counted,
-                          seed=self.seed, fabric=self.fabric, cc=self.cc,
+                          seed=s, fabric=self.fabric, cc=self.cc,
                           warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
-                          schedule_interval_s=self.schedule_interval_s)
-                for w in self.workloads for n in self.subflows]
+                          schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
+                          notsent_lowat=self.notsent_lowat)
+                for s in self.seed_list for w in self.workloads for n in self.subflows]
 
     def points(self) -> list[RunConfig]:
         return self.runs()
