@@ -287,6 +287,10 @@ CAUSES = [
      lambda c, p: _conn_share(c, "held_half", "rcv_time"), "%", True),
     ("in-order delivery stalled (HOL)", "receiver: subflows received, nothing delivered in order",
      lambda c, p: _conn_share(c, "hol_stalled", "rcv_time"), "%", True),
+    ("app delivery stalled (per second)", "seconds the receiving app got < 10 % of its mean rate",
+     lambda c, p: (c.get("delivery") or {}).get("stalled"), "%", False),
+    ("  bytes delivered in bursts", "bytes in seconds above 3 x the mean rate (a stall released)",
+     lambda c, p: (c.get("delivery") or {}).get("in_bursts"), "%", False),
     ("out-of-order held, s of goodput", "mean held bytes / the connection's goodput",
      lambda c, p: c["conn"]["held_s"], "s", False),
     ("subflow backlog, s", "median notsent / the subflow's own rate (median subflow)",
@@ -306,6 +310,20 @@ CAUSES = [
      lambda c, p: (None if not p or p.get("expected_distinct") is None
                    else float(p["distinct"] < p["expected_distinct"])), "%", False),
 ]
+
+
+def delivery(per_second_mbps: list[float], warmup_s: float, time_s: float) -> dict | None:
+    """How evenly the receiving application got its data over the counted
+    window (iperf3's one-second samples at the server): the share of seconds
+    under a tenth of its mean rate, and the share of bytes that came in
+    seconds above three times it. A connection whose in-order delivery waits
+    for one subflow gets nothing for many seconds, then all at once."""
+    xs = per_second_mbps[int(warmup_s):int(warmup_s + time_s)]
+    mean = statistics.fmean(xs) if xs else 0.0
+    if mean <= 0:
+        return None
+    return {"stalled": sum(x < 0.1 * mean for x in xs) / len(xs),
+            "in_bursts": sum(x for x in xs if x > 3 * mean) / sum(xs)}
 
 
 def causes_table(conns: list[dict], pct: dict[int, float], paths: dict[int, dict]) -> list[dict]:

@@ -144,12 +144,13 @@ def make_sweep(cfg, state: dict, interval_s: float, say, sysctls: dict[str, str]
 
 
 def analyse(trace: dict, run: dict, paths: dict, counters: dict, k: int, warmup_s: float) -> dict:
-    pct = {}
+    pct, delivered = {}, {}
     key_of = {(f["src_ip"], f["client_port"], f["dst_ip"], f["server_port"]): f["index"] for f in trace["flows"]}
     for fl in run["flows"]:
         i = key_of.get((fl["src_ip"], fl["client_port"], fl["dst_ip"], fl["server_port"]))
         if i is not None:
             pct[i] = fl["pct_optimal"]
+            delivered[i] = dr.delivery(fl.get("per_second_mbps") or [], warmup_s, run["config"]["time_s"])
     conns = dr.per_connection(trace, warmup_s)
     placement = {}
     for c in conns:
@@ -164,7 +165,7 @@ def analyse(trace: dict, run: dict, paths: dict, counters: dict, k: int, warmup_
             totals[name] = totals.get(name, 0) + v
     for c in conns:
         i = c["flow"]["index"]
-        c["pct_optimal"], c["paths"] = pct.get(i), placement.get(i)
+        c["pct_optimal"], c["paths"], c["delivery"] = pct.get(i), placement.get(i), delivered.get(i)
         c["counters"] = {"sender": {n: counters.get(c["flow"]["src"], {}).get(n, 0) for n in COUNTERS},
                          "receiver": {n: counters.get(c["flow"]["dst"], {}).get(n, 0) for n in COUNTERS}}
     worst = sorted((c for c in conns if c["pct_optimal"] is not None), key=lambda c: c["pct_optimal"])[:10]
