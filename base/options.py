@@ -63,11 +63,13 @@ def option(default=dataclasses.MISSING, *, factory=dataclasses.MISSING, **declar
                              metadata={KEY: Option(**declared)})
 
 
-def names(default, *, flag: str, choices, what: str, of: str = "", **declared) -> Any:
+def names(choices, *, flag: str, what: str, default=None, of: str = "", **declared) -> Any:
     """A comma list of names, each one of `choices` (`what` one of them is,
-    for the message); its help is `of`, then the choices."""
+    for the message), by default all of them; its help is `of`, then the
+    choices."""
     choices = tuple(choices)
-    return option(default, flag=flag, choices=choices, what=what,
+    declared.setdefault("default_text", "all" if default is None else ",".join(default))
+    return option(choices if default is None else default, flag=flag, choices=choices, what=what,
                   help=f"{of}comma list of {', '.join(choices)}", **declared)
 
 

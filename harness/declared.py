@@ -37,7 +37,8 @@ class _Noted(argparse.Action):
 
 def _add(p: argparse.ArgumentParser, f: dataclasses.Field, opt: Option, dest: str, default) -> None:
     shown = opt.default_text if opt.default_text is not None else _shown(default)
-    help_text = f"{opt.help} (default: {shown})".replace("%", "%%")
+    limits = "" if opt.low is None and opt.high is None else f"{opt.range_text()}; "
+    help_text = f"{opt.help} ({limits}default: {shown})".replace("%", "%%")
     kind = kind_of(f)
     metavar = None if kind == "bool" else opt.metavar or ("LIST" if kind.startswith("tuple[") else None)
     p.add_argument(opt.flag, *opt.old, dest=dest, default=None, action=_Noted,
@@ -74,12 +75,13 @@ def given(cls, args: argparse.Namespace) -> dict:
     return values
 
 
-def command(name: str, cls, description: str):
-    """(parser, config_from) of an experiment whose options its config declares.
-    A config may define `resolve(given) -> notes` to fill defaults that depend
-    on this kernel (its schemes) before it is built."""
+def command(name: str, cls):
+    """(parser, config_from) of an experiment whose options its config
+    declares; the config's docstring, what the experiment does, is its
+    --help's description. A config may define `resolve(given) -> notes` to
+    fill defaults that depend on this kernel (its schemes) before it is built."""
     def parser() -> argparse.ArgumentParser:
-        p = subcommand_parser(name, description)
+        p = subcommand_parser(name, " ".join(cls.__doc__.split()))
         add_options(p, cls)
         add_results_options(p)
         return p

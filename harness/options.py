@@ -17,7 +17,6 @@ from experiments.config import (MAX_SUBFLOWS, WORKLOADS, ConfigError, DhftConfig
                                 default_fabric)
 from experiments.config.algorithms import AlgorithmsConfig, HotspotConfig
 from experiments.config.flowlevel import FlowLevelConfig
-from experiments.config.shortflows import FILE_BYTES
 from harness.declared import command
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_driver_option,
                                     add_fabric_option, add_link_options, add_results_options,
@@ -144,50 +143,22 @@ def check_size(cfg: SweepConfig) -> None:
                               f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
 
 
-# -- every other experiment: its options declared on its config ---------------
+# -- every other experiment: its options declared on its config, its --help's
+# description the config's docstring; the catalogue names them NAME_parser and
+# NAME_config_from_args.
 
-wifi3g_parser, wifi3g_config_from_args = command(
-    "wifi3g", Wifi3GConfig, "NSDI 2012 Fig. 4 (CS244 '14): WiFi + 3G, goodput against receive "
-    "buffer, WiFi loss and RTT.")
-algorithms_parser, algorithms_config_from_args = command(
-    "algorithms", AlgorithmsConfig, "Paper Fig. 9-10: congestion controls compared on FatTree "
-    "one_to_one.")
-hotspot_parser, hotspot_config_from_args = command(
-    "hotspot", HotspotConfig, "Paper Fig. 11: a core link at a tenth of its rate mid-run, per "
-    "congestion control; the link is slow during the counted time's middle third.")
-dhft_parser, dhft_config_from_args = command(
-    "dhft", DhftConfig, "Paper Fig. 14-16, 18: dual-homed FatTree, throughput against locality "
-    "and load.")
-linkfailure_parser, linkfailure_config_from_args = command(
-    "linkfailure", LinkFailureConfig, "Paper Fig. 19: a DHFT core link at a tenth of its rate "
-    "mid-run, TCP against MPTCP.")
-oversub_parser, oversub_config_from_args = command(
-    "oversub", OversubConfig, "Paper Fig. 7-8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP "
-    "against load and locality.")
-topologies_parser, topologies_config_from_args = command(
-    "topologies", TopologiesConfig, "Paper Fig. 4-5: FatTree, VL2 and BCube under a permutation, "
-    "TCP against MPTCP.")
-manytoone_parser, manytoone_config_from_args = command(
-    "manytoone", ManyToOneConfig, "BCube many-to-one (paper §4.3.1): every host reads from its "
-    "neighbours, TCP against EWTCP and LIA.")
-filesize_parser, filesize_config_from_args = command(
-    "filesize", FilesizeConfig, "Paper Fig. 17: time to open a connection and move one file, TCP "
-    "against MPTCP over two paths, against file size.")
-shortflows_parser, shortflows_config_from_args = command(
-    "shortflows", ShortflowsConfig, f"Paper Fig. 12: {FILE_BYTES // 1000} KB files by TCP beside "
-    "long flows of each scheme on the 4:1 oversubscribed FatTree.")
-scheduling_parser, scheduling_config_from_args = command(
-    "scheduling", SchedulingConfig, "Paper Fig. 13: Hedera's first fit at several intervals against "
-    "TCP over ECMP and MPTCP, closed-loop flows of VL2-like sizes on FatTree(k), "
-    "openflow-reactive fabric.")
-transfers_parser, transfers_config_from_args = command(
-    "transfers", TransfersConfig, "Distributed file transfers (CS536 '13): time until every "
-    "receiver has its data, TCP against MPTCP, on N switches and FatTree(4).")
-provisioned_parser, provisioned_config_from_args = command(
-    "provisioned", ProvisionedConfig, "TNC 2013 (van der Pol et al.): MPTCP over four provisioned "
-    "paths, two of them link-disjoint, over two long links.")
-model_parser, model_config_from_args = command(
-    "model", ModelConfig, "Paper Fig. 6: the subflow model's load variance, computed (no network).")
-flowlevel_parser, flowlevel_config_from_args = command(
-    "flowlevel", FlowLevelConfig, "Paper Fig. 2-3 computed by a flow-level model: FatTree(k) up "
-    "to k=32 (8192 hosts), TCP against MPTCP with 1..8 subflows on random paths (no network).")
+wifi3g_parser, wifi3g_config_from_args = command("wifi3g", Wifi3GConfig)
+algorithms_parser, algorithms_config_from_args = command("algorithms", AlgorithmsConfig)
+hotspot_parser, hotspot_config_from_args = command("hotspot", HotspotConfig)
+dhft_parser, dhft_config_from_args = command("dhft", DhftConfig)
+linkfailure_parser, linkfailure_config_from_args = command("linkfailure", LinkFailureConfig)
+oversub_parser, oversub_config_from_args = command("oversub", OversubConfig)
+topologies_parser, topologies_config_from_args = command("topologies", TopologiesConfig)
+manytoone_parser, manytoone_config_from_args = command("manytoone", ManyToOneConfig)
+filesize_parser, filesize_config_from_args = command("filesize", FilesizeConfig)
+shortflows_parser, shortflows_config_from_args = command("shortflows", ShortflowsConfig)
+scheduling_parser, scheduling_config_from_args = command("scheduling", SchedulingConfig)
+transfers_parser, transfers_config_from_args = command("transfers", TransfersConfig)
+provisioned_parser, provisioned_config_from_args = command("provisioned", ProvisionedConfig)
+model_parser, model_config_from_args = command("model", ModelConfig)
+flowlevel_parser, flowlevel_config_from_args = command("flowlevel", FlowLevelConfig)

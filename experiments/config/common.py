@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from base.errors import ConfigError
 from base.links import LinkParams
-from base.options import check_declared, links, option
+from base.options import check_declared, check_value, declared, links, one_of_list, option
 from base.platform import btf_has, openvswitch_kernel_datapath
 from kernel.coupled_cc import COUPLED
 
@@ -30,7 +31,7 @@ MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
 # The FatTree sweep's: MPTCP-8 on FatTree(4) at 10 Mb/s rises for about 15 s
 # before it holds its rate, with either driver (README, "What a run is",
 # item 6; bench/README.md, "The ramp"). TCP holds its rate from the start.
-# E5 and E6 run the sweep's own runs and take it too.
+# algorithms and hotspot run the sweep's own runs and take it too.
 SWEEP_WARMUP_S_AT_10MBPS = 15.0
 # Every other experiment of long flows keeps 5 s, the length its own
 # measurements were made with; how long their networks take to settle has
@@ -68,8 +69,6 @@ RUN_MAX_S = 120.0
 
 def default_run_s(bw_mbps: float) -> float:
     return round(min(RUN_MAX_S, max(RUN_S_AT_10MBPS, RUN_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
-
-
 
 
 # The coupled algorithms find a subflow's MPTCP connection with this kfunc
@@ -123,6 +122,13 @@ def default_fabric() -> tuple[str, str]:
     return "l3", FABRIC_DEFAULT_WHY[openvswitch_kernel_datapath()]
 
 
+def mptcp_subflows(default: int | None, help: str, **declared) -> Any:
+    """--subflows where the experiment has no subflow axis: the one subflow
+    count of its MPTCP connections (2..8); a list of more is refused."""
+    return option(default, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,
+                  parse=one_of_list("--subflows", "MPTCP's subflow count"), help=help, **declared)
+
+
 def check_subflow_counts(counts) -> None:
     """--subflows as a list of counts, 1 meaning plain TCP."""
     if not counts:
@@ -133,35 +139,32 @@ def check_subflow_counts(counts) -> None:
                               f"(1 is plain TCP; the kernel caps MPTCP at {MAX_SUBFLOWS})")
 
 
+# A link slowed mid-run (hotspot, linkfailure) is slow during the middle third
+# of the counted time: before, slowed and after, each third needs a few
+# seconds for the flows to settle and a few to measure.
+SLOWED_MIN_TIME_S = 15.0
+
+
+def middle_third(warmup: float, time_s: float) -> tuple[float, float]:
+    """Seconds since the traffic started during which a slowed link is slow."""
+    return warmup + time_s / 3, warmup + 2 * time_s / 3
+
+
+def check_slowed_link(flag: str, share: float, time_s: float, which: str) -> None:
+    """The slowed link's share of its rate, and a run long enough for its thirds."""
+    if not 0.01 <= share < 1:
+        raise ConfigError(f"{flag} {share:g}: the {which} link's share of its rate must be within 0.01..1")
+    if time_s < SLOWED_MIN_TIME_S:
+        raise ConfigError(f"--time {time_s:g}: the {which} link needs at least {SLOWED_MIN_TIME_S:g} s "
+                          "(a third before, during and after)")
+
+
 def check_lists_given(sweeps, *lists) -> None:
     """Every sweep asked for has at least one value in each of its lists,
     given as (sweep, flag, values)."""
     for sweep, flag, values in lists:
         if sweep in sweeps and not values:
             raise ConfigError(f"{flag}: give at least one value for the {sweep} sweep")
-
-
-def check_seed(seed: int) -> None:
-    if not 0 <= seed <= SEED_MAX:
-        raise ConfigError(f"--seed {seed}: must be within 0..{SEED_MAX}")
-
-
-def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str,
-                       seed: int = 0) -> None:
-    """What every experiment of long flows checks the same way."""
-    check_seed(seed)
-    if not 2 <= time_s <= 3600:
-        raise ConfigError(f"--time {time_s}: run length must be within 2..3600 s")
-    if warmup_s is not None and not 0 <= warmup_s <= 600:
-        raise ConfigError(f"--warmup {warmup_s}: warm-up must be within 0..600 s")
-    if fabric not in FABRICS:
-        raise ConfigError(f"unknown fabric {fabric!r}: choose one of {', '.join(FABRICS)}")
-    check_cc(cc)
-
-
-def check_driver(driver: str) -> None:
-    if driver not in DRIVERS:
-        raise ConfigError(f"unknown driver {driver!r}: choose one of {', '.join(DRIVERS)}")
 
 
 CC_DEFAULT_TEXT = "lia where the kernel can run it, else reno; the run says which"
@@ -202,3 +205,19 @@ class LongFlowSettings(Settings, WarmupFromRate):
     driver: str = option("iperf3", flag="--driver", choices=DRIVERS, what="driver",
                          help=f"what sends the flows: {', '.join(DRIVERS)} (socket opens every "
                               "connection and its subflows before data flows)")
+
+
+def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str,
+                       seed: int = 0) -> None:
+    """What every experiment of long flows checks the same way (the FatTree
+    sweep's too): as LongFlowSettings declares them."""
+    for name, value in (("seed", seed), ("time_s", time_s), ("warmup_s", warmup_s), ("fabric", fabric)):
+        check_value(_LONG_FLOW_OPTIONS[name], value)
+    check_cc(cc)
+
+
+def check_driver(driver: str) -> None:
+    check_value(_LONG_FLOW_OPTIONS["driver"], driver)
+
+
+_LONG_FLOW_OPTIONS = {f.name: opt for f, opt in declared(LongFlowSettings)}

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.options import names, one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
+from base.options import names, option
+from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given, mptcp_subflows
 
 DHFT_SCHEMES = ("tcp_dhft", "mptcp_dhft", "tcp_perfect")
 DHFT_SWEEPS = ("locality", "load")
@@ -49,21 +49,20 @@ def check_dhft(k: int, subflows: int) -> None:
 
 @dataclass(frozen=True)
 class DhftConfig(LongFlowSettings):
-    """Everything `run_mptcp.sh dhft` was asked to do."""
+    """Paper Fig. 14-16, 18: dual-homed FatTree, throughput against locality and load."""
     k: int = option(4, flag="--k", metavar="K", help="switch arity, 4 or 8")
     hosts_per_rack: int | None = option(None, flag="--hosts-per-rack", metavar="N", low=2, high=16,
                                         help="hosts on each pair of edge switches",
                                         default_text="the paper's 2k/3, rounded")
-    sweeps: tuple[str, ...] = names(DHFT_SWEEPS, flag="--sweeps", choices=DHFT_SWEEPS, what="sweep",
-                                    default_text="all")
-    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities", low=0.0,
-                                           high=1.0, help="fractions of rack-local flows of the locality sweep")
+    sweeps: tuple[str, ...] = names(DHFT_SWEEPS, flag="--sweeps", what="sweep")
+    localities: tuple[float, ...] = option((0.0, 0.25, 0.5, 0.75, 1.0), flag="--localities",
+                                           low=0.0, high=1.0,
+                                           help="fractions of rack-local flows of the locality sweep")
     # Connections per host; below 1 only that share of the hosts sends (the
     # paper's light loads, where the core is not yet the bottleneck).
     loads: tuple[float, ...] = option((0.25, 0.5, 1, 2, 4), flag="--loads",
                                       help="connections per host of the load sweep")
-    subflows: int = option(8, flag="--subflows", metavar="N", parse=one_of_list("--subflows", "MPTCP's subflow count"),
-                           help="MPTCP subflows per connection, split over both interfaces")
+    subflows: int = mptcp_subflows(8, "MPTCP subflows per connection, split over both interfaces")
 
     @property
     def rack_size(self) -> int:

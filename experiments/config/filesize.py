@@ -34,13 +34,14 @@ def link_label(link: LinkParams) -> str:
 
 @dataclass(frozen=True)
 class FilesizeConfig(Settings):
-    """Everything `run_mptcp.sh filesize` was asked to do."""
+    """Paper Fig. 17: time to open a connection and move one file, TCP
+    against MPTCP over two paths, against file size."""
     # 1 to 1000 packets, log-spaced, as the paper's Fig. 17 axis.
     sizes_pkts: tuple[int, ...] = option((1, 2, 5, 10, 20, 30, 50, 70, 100, 150, 200, 300, 500, 700, 1000),
                                          flag="--sizes", metavar="PKTS,...", low=1, high=MAX_SIZE_PKTS,
-                                         unit="packets", help=f"file sizes in packets of {PACKET_BYTES} bytes")
-    schemes: tuple[str, ...] = names(FILESIZE_SCHEMES, flag="--schemes", choices=FILESIZE_SCHEMES,
-                                     what="scheme", default_text="all")
+                                         unit="packets",
+                                         help=f"file sizes in packets of {PACKET_BYTES} bytes")
+    schemes: tuple[str, ...] = names(FILESIZE_SCHEMES, flag="--schemes", what="scheme")
     repeats: int = option(9, flag="--repeats", metavar="N", low=1, high=1000,
                           help="transfers per size and scheme, one at a time; the point is their median")
     # Each of the two paths; the paper's testbed had gigabit links through one

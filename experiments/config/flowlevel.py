@@ -18,6 +18,9 @@ FLOWLEVEL_MODELS = ("lia", "maxmin")
 
 @dataclass(frozen=True)
 class FlowLevelConfig:
+    """Paper Fig. 2-3 computed by a flow-level model: FatTree(k) up to k=32
+    (8192 hosts), TCP against MPTCP with 1..8 subflows on random paths (no
+    network)."""
     experiment: str = "flowlevel"
     # The paper's Fig. 2: 128 hosts (k=8) and 8192 (k=32).
     ks: tuple[int, ...] = option((8, 32), flag="--k", help="FatTree arities, even, 4..32")

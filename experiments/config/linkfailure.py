@@ -6,15 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
-from base.errors import ConfigError
 from base.options import again, names, option
-from experiments.config.common import LongFlowSettings
+from experiments.config.common import LongFlowSettings, check_slowed_link, middle_third
 from experiments.config.dhft import DhftConfig, check_dhft
 
 LINKFAILURE_SCHEMES = ("tcp_dhft", "mptcp_dhft")
-# The counted time is cut in thirds: before, degraded, restored. Each third
-# needs a few seconds for the flows to settle and a few to measure.
-LINKFAILURE_MIN_TIME_S = 15.0
 
 
 @dataclass(frozen=True)
@@ -30,13 +26,12 @@ class LinkFailurePoint:
 
 @dataclass(frozen=True)
 class LinkFailureConfig(LongFlowSettings):
-    """Everything `run_mptcp.sh linkfailure` was asked to do: on DHFT(k), core
-    link a0_0-c0 (both directions) runs at `factor` of its rate during the
-    middle third of the counted time, once per scheme."""
+    """Paper Fig. 19: on DHFT(k), TCP against MPTCP, core link a0_0-c0 (both
+    directions) at --factor of its rate during the middle third of the
+    counted time."""
     k: int = option(4, flag="--k", metavar="K", help="DHFT arity, 4 or 8")
     hosts_per_rack: int | None = again(DhftConfig, "hosts_per_rack", None)
-    schemes: tuple[str, ...] = names(LINKFAILURE_SCHEMES, flag="--schemes", choices=LINKFAILURE_SCHEMES,
-                                     what="scheme", default_text="all")
+    schemes: tuple[str, ...] = names(LINKFAILURE_SCHEMES, flag="--schemes", what="scheme")
     subflows: int = again(DhftConfig, "subflows", 8)
     factor: float = option(0.1, flag="--factor", metavar="SHARE",     # the paper's 1 Gb/s -> 100 Mb/s
                            help="the degraded link's share of its rate")
@@ -55,17 +50,12 @@ class LinkFailureConfig(LongFlowSettings):
     @property
     def window(self) -> tuple[float, float]:
         """Seconds since the traffic started during which the link is slow."""
-        return self.warmup + self.time_s / 3, self.warmup + 2 * self.time_s / 3
+        return middle_third(self.warmup, self.time_s)
 
     def validate(self) -> None:
         check_dhft(self.k, self.subflows)
-        if not 0.01 <= self.factor < 1:
-            raise ConfigError(f"--factor {self.factor:g}: the degraded link's share of its rate "
-                              "must be within 0.01..1")
+        check_slowed_link("--factor", self.factor, self.time_s, "degraded")
         self.check_settings()
-        if self.time_s < LINKFAILURE_MIN_TIME_S:
-            raise ConfigError(f"--time {self.time_s:g}: the link failure needs at least "
-                              f"{LINKFAILURE_MIN_TIME_S:g} s (a third before, during and after)")
 
     def points(self) -> list[LinkFailurePoint]:
         return [LinkFailurePoint(s) for s in self.schemes]

@@ -8,9 +8,9 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.algorithms import CC_SCHEMES, kernel_schemes
-from base.options import again, links, names, one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings
+from experiments.config.algorithms import KernelSchemes, SchemePoint, by_cc
+from base.options import again, links, names, option
+from experiments.config.common import LongFlowSettings, mptcp_subflows
 
 # The paper's table: single-path TCP, EWTCP and MPTCP (LIA), the default;
 # OLIA and uncoupled Reno subflows on request.
@@ -22,23 +22,19 @@ MAX_FLOWS = 200
 
 
 @dataclass(frozen=True)
-class ManyToOnePoint:
-    scheme: str
-
-    @property
-    def cc(self) -> str:
-        return CC_SCHEMES[self.scheme][0]
-
+class ManyToOnePoint(SchemePoint):
     def run_dir(self, results: Path, n: int, k: int) -> Path:
         return records.manytoone_run(results, n, k, self.scheme)
 
 
 @dataclass(frozen=True)
-class ManyToOneConfig(LongFlowSettings):
-    """Everything `run_mptcp.sh manytoone` was asked to do."""
+class ManyToOneConfig(LongFlowSettings, KernelSchemes):
+    """BCube many-to-one (paper §4.3.1): every host reads from its
+    neighbours, TCP against EWTCP and LIA."""
     HIDDEN_OPTIONS = ("cc",)            # each scheme names its own
+    DEFAULT_SCHEMES = MANYTOONE_DEFAULT
     schemes: tuple[str, ...] = names(
-        MANYTOONE_DEFAULT, flag="--schemes", choices=MANYTOONE_SCHEMES, what="scheme",
+        MANYTOONE_SCHEMES, flag="--schemes", what="scheme", default=MANYTOONE_DEFAULT,
         default_text=f"{','.join(MANYTOONE_DEFAULT)}, the paper's, where this kernel can run them")
     n: int = option(4, flag="--n", metavar="N", low=2, high=8, help="BCube(n, k): switch ports")
     # levels - 1 (the paper's BCube(4,3) has 256 hosts); --k was its name.
@@ -46,21 +42,11 @@ class ManyToOneConfig(LongFlowSettings):
                     help="BCube(n, k): levels above the first")
     # Subflows of a multipath scheme; None: one per level, as many as a
     # host has interfaces (one short path and k long ones to a neighbour).
-    subflows_given: int | None = option(None, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,
-                                        parse=one_of_list("--subflows", "the multipath schemes' subflow count"),
-                                        help="subflows of a multipath scheme", default_text="one per level, k+1")
+    subflows_given: int | None = mptcp_subflows(None, "subflows of a multipath scheme",
+                                                default_text="one per level, k+1")
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
     # 5 Mb/s, as E9's BCube: the long paths relay through two hosts.
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
-
-    @classmethod
-    def resolve(cls, given: dict) -> list[str]:
-        """The default schemes: the paper's, less what this kernel cannot run."""
-        if "schemes" in given:
-            given["schemes"], note = kernel_schemes(given["schemes"], MANYTOONE_SCHEMES)
-            return [note]
-        given["schemes"], note = kernel_schemes(None, MANYTOONE_DEFAULT)
-        return [note]
 
     @property
     def levels(self) -> int:
@@ -85,7 +71,5 @@ class ManyToOneConfig(LongFlowSettings):
                               "fabric gives them")
 
     def points(self) -> list[ManyToOnePoint]:
-        """One run per scheme; the schemes of one congestion control adjacent
-        (a network per congestion control: tcp and uncoupled are both reno)."""
-        ccs = [CC_SCHEMES[s][0] for s in self.schemes]
-        return [ManyToOnePoint(s) for s in sorted(self.schemes, key=lambda s: ccs.index(CC_SCHEMES[s][0]))]
+        """One run per scheme, those of one congestion control adjacent."""
+        return [ManyToOnePoint(s) for s in by_cc(self.schemes)]

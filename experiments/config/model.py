@@ -14,6 +14,7 @@ MODEL_SUBFLOWS_MAX = 64
 
 @dataclass(frozen=True)
 class ModelConfig:
+    """Paper Fig. 6: the subflow model's load variance, computed (no network)."""
     experiment: str = "model"
     # The paper's Fig. 6 sizes run up to k=48 (27648 hosts).
     ks: tuple[int, ...] = option((4, 8, 16, 32, 48), flag="--k", help="FatTree arities")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
-from base.options import again, names, one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given
+from base.options import again, names, option
+from experiments.config.common import LongFlowSettings, check_lists_given, mptcp_subflows
 from experiments.config.dhft import DhftConfig
 
 OVERSUB_SWEEPS = ("load", "locality")
@@ -73,19 +73,17 @@ class OversubPoint:
 
 @dataclass(frozen=True)
 class OversubConfig(OversubscribedSettings):
-    """Everything `run_mptcp.sh oversub` was asked to do."""
-    sweeps: tuple[str, ...] = names(OVERSUB_SWEEPS, flag="--sweeps", choices=OVERSUB_SWEEPS, what="sweep",
-                                    default_text="all")
-    matrices: tuple[str, ...] = names(OVERSUB_MATRICES, flag="--matrices", choices=OVERSUB_MATRICES,
-                                      what="matrix", of="the load sweep's: ", default_text="all")
+    """Paper Fig. 7-8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP
+    against load and locality."""
+    sweeps: tuple[str, ...] = names(OVERSUB_SWEEPS, flag="--sweeps", what="sweep")
+    matrices: tuple[str, ...] = names(OVERSUB_MATRICES, flag="--matrices", what="matrix",
+                                      of="the load sweep's: ")
     # Connections per host. At k=4 and 4:1 there are 64 hosts: 1/64 is one
     # flow; the paper's peak is at 0.25, where the uplinks just fill.
     loads: tuple[float, ...] = option((0.0625, 0.125, 0.25, 0.5, 1, 2), flag="--loads",
                                       help="connections per host of the load sweep")
     localities: tuple[float, ...] = again(DhftConfig, "localities", (0.0, 0.25, 0.5, 0.75, 1.0))
-    subflows: int = option(4, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,  # Fig. 7-8's
-                           parse=one_of_list("--subflows", "MPTCP's subflow count"),
-                           help="MPTCP subflows per connection")
+    subflows: int = mptcp_subflows(4, "MPTCP subflows per connection")    # Fig. 7-8's
 
     def validate(self) -> None:
         self.check_network()

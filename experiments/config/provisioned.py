@@ -1,4 +1,4 @@
-"""The provisioned-paths experiment's config (E10, seeds/004 in README's
+"""The provisioned-paths experiment's config (TNC 2013, seeds/004 in README's
 sources): two servers, four controller-provisioned paths over two long
 links, MPTCP with coupled and uncoupled subflows against TCP on each path."""
 from __future__ import annotations
@@ -86,10 +86,10 @@ def path_order(text: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class ProvisionedConfig(Settings):
-    """Everything `run_mptcp.sh provisioned` was asked to do. The MPTCP
-    schemes' sender runs --cc; the uncoupled one, reno."""
-    schemes: tuple[str, ...] = names(PROVISIONED_SCHEMES, flag="--schemes", choices=PROVISIONED_SCHEMES,
-                                     what="scheme", default_text="all")
+    """TNC 2013 (van der Pol et al.): MPTCP over four provisioned paths, two
+    of them link-disjoint, over two long links. The MPTCP schemes' sender
+    runs --cc; the uncoupled one, reno."""
+    schemes: tuple[str, ...] = names(PROVISIONED_SCHEMES, flag="--schemes", what="scheme")
     long: LinkParams = links("bw_mbps", "delay_ms", "queue_pkts",
                              factory=lambda: LinkParams(delay_ms=LONG_DELAY_MS))
     local_bw_mbps: float | None = option(None, flag="--local-bw", metavar="MBPS", low=0.01, high=10000.0,

@@ -10,8 +10,8 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes
-from base.options import again, names, one_of_list, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings
+from base.options import again, names, option
+from experiments.config.common import LongFlowSettings, mptcp_subflows
 from experiments.config.fattree import MAX_SCHEDULE_S, MIN_SCHEDULE_S
 
 SCHEDULING_SCHEMES = ("tcp", "mptcp", "firstfit")
@@ -72,24 +72,24 @@ class SchedulingPoint:
 
 @dataclass(frozen=True)
 class SchedulingConfig(LongFlowSettings):
-    """Everything `run_mptcp.sh scheduling` was asked to do. The fabric is
-    openflow-reactive by default: first fit is its controller's, and TCP and
-    MPTCP run over the same controller's hash to compare with it. TCP and
-    MPTCP may run on another fabric (their records are labelled with it)."""
+    """Paper Fig. 13: Hedera's first fit at several intervals against TCP
+    over ECMP and MPTCP, closed-loop flows of VL2-like sizes on FatTree(k).
+    The fabric is openflow-reactive by default: first fit is its
+    controller's, and TCP and MPTCP run over the same controller's hash to
+    compare with it; they may run on another fabric (their records are
+    labelled with it)."""
     HIDDEN_OPTIONS = ("driver",)        # its flows are the transfer driver's
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
-    schemes: tuple[str, ...] = names(SCHEDULING_SCHEMES, flag="--schemes", choices=SCHEDULING_SCHEMES,
-                                     what="scheme", default_text="all")
+    schemes: tuple[str, ...] = names(SCHEDULING_SCHEMES, flag="--schemes", what="scheme")
     intervals_s: tuple[float, ...] = option(PAPER_INTERVALS_S, flag="--intervals", metavar="S,...",
                                             help="first fit's intervals in seconds (the paper's)")
-    subflows: int = option(8, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,  # Fig. 13's
-                           parse=one_of_list("--subflows", "MPTCP's subflow count"), help="MPTCP's subflows")
+    subflows: int = mptcp_subflows(8, "MPTCP's subflows")     # Fig. 13's
     min_flow_bytes: int = MIN_FLOW_BYTES
     time_s: float = again(LongFlowSettings, "time_s", 60.0, low=SCHEDULING_MIN_TIME_S)
     fabric: str = again(LongFlowSettings, "fabric", SCHEDULING_FABRIC)
     dilation: float = option(1.0, flag="--dilation", metavar="F", low=1.0, high=MAX_DILATION,
                              help="stretch time F times: flows F times longer and first fit F times "
-                                  f"less often, so a flow lives F times more round trips (1..{MAX_DILATION:g})")
+                                  "less often, so a flow lives F times more round trips")
 
     @property
     def size_scale(self) -> float:

@@ -10,9 +10,9 @@ from base import records
 from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes, FileSizes, FixedSize
 from base.links import LinkParams
-from experiments.config.algorithms import CC_SCHEMES, kernel_schemes
-from experiments.config.common import COUPLED_CONGESTION_CONTROLS, MAX_SUBFLOWS, LongFlowSettings
-from base.options import again, links, names, one_of_list, option
+from experiments.config.algorithms import KernelSchemes, SchemePoint, by_cc
+from experiments.config.common import LongFlowSettings, mptcp_subflows
+from base.options import again, links, names, option
 from experiments.config.oversub import OversubscribedSettings
 
 # The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
@@ -24,27 +24,20 @@ MAX_FILES_PER_HOST = 535            # client ports 65000..65534 (experiments/sho
 
 
 @dataclass(frozen=True)
-class ShortflowsPoint:
-    scheme: str
-
-    @property
-    def cc(self) -> str:
-        return CC_SCHEMES[self.scheme][0]
-
+class ShortflowsPoint(SchemePoint):
     def run_dir(self, results: Path, k: int) -> Path:
         return records.shortflows_run(results, k, self.scheme)
 
 
 @dataclass(frozen=True)
-class ShortflowsConfig(OversubscribedSettings):
-    """Everything `run_mptcp.sh shortflows` was asked to do."""
+class ShortflowsConfig(OversubscribedSettings, KernelSchemes):
+    """Paper Fig. 12: short files (70 KB) by TCP beside long flows of each
+    scheme on the 4:1 oversubscribed FatTree."""
     HIDDEN_OPTIONS = ("cc",)            # the long flows' cc is each scheme's
-    schemes: tuple[str, ...] = names(SHORTFLOWS_SCHEMES, flag="--schemes", choices=SHORTFLOWS_SCHEMES,
-                                     what="scheme", of="the long flows': ",
-                                     default_text="all that this kernel can run")
-    subflows: int = option(4, flag="--subflows", metavar="N", low=2, high=MAX_SUBFLOWS,   # oversub's
-                           parse=one_of_list("--subflows", "the long flows' subflow count"),
-                           help="subflows of a multipath long flow")
+    DEFAULT_SCHEMES = SHORTFLOWS_SCHEMES
+    schemes: tuple[str, ...] = names(SHORTFLOWS_SCHEMES, flag="--schemes", what="scheme",
+                                     of="the long flows': ", default_text="all that this kernel can run")
+    subflows: int = mptcp_subflows(4, "subflows of a multipath long flow")   # oversub's
     long_share: float = option(1 / 3, flag="--long-share", metavar="SHARE", default_text="a third",
                                help="share of the hosts that send a long flow")
     # One size for every file; None: the paper's 70 KB, unless file_cdf is
@@ -66,11 +59,6 @@ class ShortflowsConfig(OversubscribedSettings):
                                                    f"the files' mean size over {FILE_BYTES // 1000} KB")
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
-
-    @classmethod
-    def resolve(cls, given: dict) -> list[str]:
-        given["schemes"], note = kernel_schemes(given.get("schemes"), SHORTFLOWS_SCHEMES)
-        return [note]
 
     @property
     def interval(self) -> float:
@@ -98,12 +86,6 @@ class ShortflowsConfig(OversubscribedSettings):
                               f"about {self.time_s / self.interval:.0f} files; at most "
                               f"{MAX_FILES_PER_HOST // 2} (a client port each)")
 
-    def coupled_schemes(self) -> tuple[str, ...]:
-        """The schemes whose congestion control is one of our BPF algorithms."""
-        return tuple(s for s in self.schemes if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS)
-
     def points(self) -> list[ShortflowsPoint]:
-        """One run per scheme; the schemes of one congestion control adjacent
-        (a network per congestion control)."""
-        ccs = [CC_SCHEMES[s][0] for s in self.schemes]
-        return [ShortflowsPoint(s) for s in sorted(self.schemes, key=lambda s: ccs.index(CC_SCHEMES[s][0]))]
+        """One run per scheme, those of one congestion control adjacent."""
+        return [ShortflowsPoint(s) for s in by_cc(self.schemes)]

@@ -32,9 +32,8 @@ class TopologyPoint:
 
 @dataclass(frozen=True)
 class TopologiesConfig(LongFlowSettings):
-    """Everything `run_mptcp.sh topologies` was asked to do."""
-    topologies: tuple[str, ...] = names(TOPOLOGY_NAMES, flag="--topologies", choices=TOPOLOGY_NAMES,
-                                        what="topology", default_text="all")
+    """Paper Fig. 4-5: FatTree, VL2 and BCube under a permutation, TCP against MPTCP."""
+    topologies: tuple[str, ...] = names(TOPOLOGY_NAMES, flag="--topologies", what="topology")
     subflows: tuple[int, ...] = option((1, 2, 3, 4, 6, 8), flag="--subflows", metavar="LIST",
                                        help="comma list of subflow counts, 1 = TCP")
     # 5 Mb/s: BCube's hosts relay through each other and its subflows detour;

@@ -34,9 +34,9 @@ class TransfersPoint:
 
 @dataclass(frozen=True)
 class TransfersConfig(Settings):
-    """Everything `run_mptcp.sh transfers` was asked to do."""
-    sweeps: tuple[str, ...] = names(TRANSFERS_SWEEPS, flag="--sweeps", choices=TRANSFERS_SWEEPS,
-                                    what="sweep", default_text="all")
+    """Distributed file transfers (CS536 '13): time until every receiver has
+    its data, TCP against MPTCP, on N switches and FatTree(4)."""
+    sweeps: tuple[str, ...] = names(TRANSFERS_SWEEPS, flag="--sweeps", what="sweep")
     switches: tuple[int, ...] = option((2, 3, 4, 5), flag="--switches", low=1, high=MAX_SWITCHES,
                                        help="nswitch: switches between the two hosts; subflows run "
                                             "1..N on each")

@@ -10,7 +10,7 @@ from base.errors import ConfigError
 from base.links import CELL, WIFI, LinkParams
 from base.options import names, option
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, Settings, check_cc,
-                                       check_lists_given)
+                                       check_lists_given, coupled_cc_supported)
 
 WIFI3G_SCHEMES = ("tcp_wifi", "tcp_3g", "mptcp", "mptcp_penalized", "mptcp_hold")
 WIFI3G_MPTCP_SCHEMES = ("mptcp", "mptcp_penalized", "mptcp_hold")
@@ -24,7 +24,7 @@ WIFI3G_SWEEPS = ("buffer", "loss", "rtt")
 
 @dataclass(frozen=True)
 class Wifi3GPoint:
-    """One run of E4: a scheme, a receive buffer and the two paths."""
+    """One run: a scheme, a receive buffer and the two paths."""
     sweep: str            # which sweep it belongs to: its x axis
     scheme: str           # tcp_wifi, tcp_3g, mptcp, mptcp_penalized or mptcp_hold
     buffer_kb: int        # the receiver's receive buffer
@@ -51,12 +51,12 @@ class Wifi3GPoint:
 
 @dataclass(frozen=True)
 class Wifi3GConfig(Settings):
-    """Everything `run_mptcp.sh wifi3g` was asked to do."""
-    sweeps: tuple[str, ...] = names(WIFI3G_SWEEPS, flag="--sweeps", choices=WIFI3G_SWEEPS,
-                                    what="sweep", default_text="all")
-    schemes: tuple[str, ...] = names(WIFI3G_SCHEMES, flag="--schemes", choices=WIFI3G_SCHEMES,
-                                     what="scheme", default_text="all but mptcp_penalized and "
-                                     "mptcp_hold without a coupled --cc the kernel can run")
+    """NSDI 2012 Fig. 4 (CS244 '14): WiFi + 3G, goodput against receive
+    buffer, WiFi loss and RTT."""
+    sweeps: tuple[str, ...] = names(WIFI3G_SWEEPS, flag="--sweeps", what="sweep")
+    schemes: tuple[str, ...] = names(WIFI3G_SCHEMES, flag="--schemes", what="scheme",
+                                     default_text="all but mptcp_penalized and mptcp_hold without a "
+                                     "coupled --cc the kernel can run")
     # Up to 8 MB: with the 3G path's 2 s of buffer, MPTCP needs megabytes of
     # receive buffer before it gets both paths (results/README.md).
     buffers_kb: tuple[int, ...] = option((50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000),
@@ -88,11 +88,11 @@ class Wifi3GConfig(Settings):
     @staticmethod
     def default_schemes(cc: str) -> tuple[tuple[str, ...], str]:
         """(schemes, note): every scheme, less those whose congestion
-        control cannot run with --cc `cc` on this kernel, said in the note."""
-        left_out = [s for s, scheme_cc in WIFI3G_SCHEME_CC.items()
-                    if cc not in COUPLED_CONGESTION_CONTROLS or not _runs(scheme_cc)]
-        if not left_out:
+        control (coupled: liap, liab) cannot run with --cc `cc` on this
+        kernel, said in the note."""
+        if cc in COUPLED_CONGESTION_CONTROLS and coupled_cc_supported():
             return WIFI3G_SCHEMES, ""
+        left_out = tuple(WIFI3G_SCHEME_CC)
         return (tuple(s for s in WIFI3G_SCHEMES if s not in left_out),
                 f"schemes: {', '.join(left_out)} left out (each runs a coupled congestion "
                 f"control, which needs a coupled --cc on a kernel that can run it)")
@@ -120,26 +120,12 @@ class Wifi3GConfig(Settings):
         (the network is built once per pair of paths). A point's repeats
         take the schemes in turn, so that whatever drifts over a sweep
         touches every scheme alike."""
-        r = range(self.repeats)
-        pts = []
-        if "buffer" in self.sweeps:
-            pts += [Wifi3GPoint("buffer", s, kb, self.wifi, self.cell, i)
-                    for kb in self.buffers_kb for i in r for s in self.schemes]
-        if "loss" in self.sweeps:
-            pts += [Wifi3GPoint("loss", s, self.fixed_buffer_kb,
-                                dataclasses.replace(self.wifi, loss_pct=loss), self.cell, i)
-                    for loss in self.wifi_loss_pcts for i in r for s in self.schemes]
-        if "rtt" in self.sweeps:
-            pts += [Wifi3GPoint("rtt", s, self.fixed_buffer_kb,
-                                dataclasses.replace(self.wifi, delay_ms=rtt / 2), self.cell, i)
-                    for rtt in self.wifi_rtts_ms for i in r for s in self.schemes]
-        return pts
-
-
-def _runs(cc: str) -> bool:
-    """Whether this kernel can run congestion control `cc`."""
-    try:
-        check_cc(cc)
-    except ConfigError:
-        return False
-    return True
+        # Each sweep's (receive buffer, WiFi path) values.
+        paths = {"buffer": [(kb, self.wifi) for kb in self.buffers_kb],
+                 "loss": [(self.fixed_buffer_kb, dataclasses.replace(self.wifi, loss_pct=loss))
+                          for loss in self.wifi_loss_pcts],
+                 "rtt": [(self.fixed_buffer_kb, dataclasses.replace(self.wifi, delay_ms=rtt / 2))
+                         for rtt in self.wifi_rtts_ms]}
+        return [Wifi3GPoint(sweep, s, kb, wifi, self.cell, i)
+                for sweep in WIFI3G_SWEEPS if sweep in self.sweeps
+                for kb, wifi in paths[sweep] for i in range(self.repeats) for s in self.schemes]
