@@ -58,7 +58,5 @@ class DhftExperiment(RackExperiment):
         return {
             "k": cfg.k, "hosts_per_rack": net.topo.hosts_per_rack, "sweep": p.sweep,
             "scheme": p.scheme, "topology": p.topology, "workload": p.workload, "x": p.x,
-            "subflows": subflows, "bw_mbps": cfg.link.bw_mbps,
-            "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s,
-            "warmup_s": cfg.warmup, "seed": cfg.seed, "fabric": cfg.fabric, "cc": cfg.cc,
+            "subflows": subflows, **cfg.settings_record(),
         }

@@ -174,10 +174,8 @@ class LinkFailureExperiment(RackExperiment):
         cfg = self.cfg
         return {
             "k": cfg.k, "hosts_per_rack": net.topo.hosts_per_rack, "scheme": p.scheme,
-            "workload": p.workload, "x": p.x, "subflows": subflows, "bw_mbps": cfg.link.bw_mbps,
-            "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,
-            "seed": cfg.seed, "fabric": cfg.fabric, "cc": cfg.cc, "factor": cfg.factor,
-            "window_s": [round(x, 2) for x in cfg.window],
+            "workload": p.workload, "x": p.x, "subflows": subflows, **cfg.settings_record(),
+            "factor": cfg.factor, "window_s": [round(x, 2) for x in cfg.window],
         }
 
     def summarise(self, record: dict) -> str:

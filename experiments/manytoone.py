@@ -140,9 +140,6 @@ class ManyToOneExperiment(RackExperiment):
     def config_record(self, net: RackNetwork, p: ManyToOnePoint, subflows: int) -> dict:
         cfg = self.cfg
         return {
-            "scheme": p.scheme, "cc": p.cc, "subflows": subflows,
-            "network": f"BCube({cfg.n},{cfg.k})", "n": cfg.n, "k": cfg.k,
-            "workload": "many_to_one", "bw_mbps": cfg.link.bw_mbps,
-            "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,
-            "seed": cfg.seed, "fabric": cfg.fabric,
+            **cfg.settings_record(), "scheme": p.scheme, "cc": p.cc, "subflows": subflows,
+            "network": f"BCube({cfg.n},{cfg.k})", "n": cfg.n, "k": cfg.k, "workload": "many_to_one",
         }

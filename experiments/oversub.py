@@ -102,7 +102,5 @@ class OversubExperiment(RackExperiment):
         return {
             "k": cfg.k, "ratio": cfg.ratio, "hosts_per_rack": cfg.hosts_per_rack,
             "sweep": p.sweep, "matrix": p.matrix, "scheme": p.scheme, "workload": p.workload,
-            "x": p.x, "subflows": subflows, "bw_mbps": cfg.link.bw_mbps,
-            "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,
-            "seed": cfg.seed, "fabric": cfg.fabric, "cc": cfg.cc,
+            "x": p.x, "subflows": subflows, **cfg.settings_record(),
         }

@@ -113,14 +113,13 @@ class ShortflowsExperiment(RackExperiment):
     def config_record(self, net: RackNetwork, p: ShortflowsPoint, subflows: int) -> dict:
         cfg = self.cfg
         return {
+            **cfg.settings_record(),
             "k": cfg.k, "ratio": cfg.ratio, "scheme": p.scheme, "cc": p.cc, "subflows": subflows,
             "multipath_subflows": cfg.subflows,
             "long_share": round(cfg.long_share, 4),
             "file_bytes": cfg.sizes.size_bytes if cfg.file_cdf is None else None,
             "file_sizes": cfg.sizes.to_record(),
-            "interval_s": cfg.interval, "short_cc": SHORT_CC, "bw_mbps": cfg.link.bw_mbps,
-            "queue_pkts": cfg.link.queue_pkts, "time_s": cfg.time_s, "warmup_s": cfg.warmup,
-            "seed": cfg.seed, "fabric": cfg.fabric, "workload": "shortflows",
+            "interval_s": cfg.interval, "short_cc": SHORT_CC, "workload": "shortflows",
         }
 
     def summarise(self, record: dict) -> str:

@@ -91,7 +91,5 @@ class TopologiesExperiment(RackExperiment):
             "topology": p.topology, "network": describe_topology(net.topo),
             "workload": p.workload, "subflows": subflows,
             "interfaces_per_host": len(net.topo.host_addresses(net.fabric.hosts()[0])),
-            "bw_mbps": cfg.link.bw_mbps, "queue_pkts": cfg.link.queue_pkts,
-            "time_s": cfg.time_s, "warmup_s": cfg.warmup, "seed": cfg.seed,
-            "fabric": cfg.fabric, "cc": cfg.cc,
+            **cfg.settings_record(),
         }

@@ -206,6 +206,11 @@ class LongFlowSettings(Settings, WarmupFromRate):
                          help=f"what sends the flows: {', '.join(DRIVERS)} (socket opens every "
                               "connection and its subflows before data flows)")
 
+    def settings_record(self) -> dict:
+        """These settings as a run's record has them (its config; the runner adds the driver)."""
+        return {"bw_mbps": self.link.bw_mbps, "queue_pkts": self.link.queue_pkts, "time_s": self.time_s,
+                "warmup_s": self.warmup, "seed": self.seed, "fabric": self.fabric, "cc": self.cc}
+
 
 def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str,
                        seed: int = 0) -> None:
