@@ -36,11 +36,7 @@ class FlowLevelConfig:
     results: Path = Path("results")
 
     def validate(self) -> None:
-        _check_list("--k", self.ks, "a FatTree arity")
-        for k in self.ks:
-            if not _is_int(k) or k % 2 or not FLOWLEVEL_K_MIN <= k <= FLOWLEVEL_K_MAX:
-                raise ConfigError(f"--k {k}: a FatTree arity is even, within "
-                                  f"{FLOWLEVEL_K_MIN}..{FLOWLEVEL_K_MAX}")
+        check_arities(self.ks, FLOWLEVEL_K_MAX)
         _check_list("--subflows", self.subflows, "subflow count")
         for m in self.subflows:
             if not _is_int(m) or not 1 <= m <= FLOWLEVEL_SUBFLOWS_MAX:
@@ -64,6 +60,14 @@ class FlowLevelConfig:
         """(k, seed) in the order they are computed: each one permutation,
         every subflow count and model on it (one progress line each)."""
         return [(k, s) for k in self.ks for s in self.seeds]
+
+
+def check_arities(ks, k_max: int) -> None:
+    """--k: FatTree arities, at least one and none twice, each even within 4..k_max."""
+    _check_list("--k", ks, "FatTree arity")
+    for k in ks:
+        if not _is_int(k) or k % 2 or not FLOWLEVEL_K_MIN <= k <= k_max:
+            raise ConfigError(f"--k {k}: a FatTree arity is even, within {FLOWLEVEL_K_MIN}..{k_max}")
 
 
 def _is_int(v) -> bool:

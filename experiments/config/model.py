@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from base.errors import ConfigError
 from base.options import check_declared, option
+from experiments.config.flowlevel import check_arities
 
 MODEL_K_MAX = 128               # 524288 hosts; the paper's figure stops at 48
 MODEL_SUBFLOWS_MAX = 64
@@ -23,13 +23,7 @@ class ModelConfig:
     results: Path = Path("results")
 
     def validate(self) -> None:
-        if not self.ks:
-            raise ConfigError("--k: give at least one FatTree arity")
-        for k in self.ks:
-            if k < 4 or k % 2 or k > MODEL_K_MAX:
-                raise ConfigError(f"--k {k}: a FatTree arity is even, within 4..{MODEL_K_MAX}")
-        if len(set(self.ks)) != len(self.ks):
-            raise ConfigError(f"--k {','.join(map(str, self.ks))}: a size is given twice")
+        check_arities(self.ks, MODEL_K_MAX)
         check_declared(self)
 
     def points(self) -> list[str]:
