@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--notsent-lowat", type=int, default=None, metavar="BYTES",
                    help="set net.ipv4.tcp_notsent_lowat in every host: a subflow then holds at most "
                         "this much unsent data, and the MPTCP scheduler gives the rest to subflows "
-                        "that can send (default: the kernel's, no limit; README, \"FatTree(8)\")")
+                        "that can send (default: the kernel's, no limit; results/README.md, \"FatTree(8)\")")
     p.add_argument("--schedule-interval", type=finite, default=None,
                    help="with --fabric openflow-reactive: the controller also runs Hedera's first "
                         "fit this often, in seconds (paper Fig. 13: 5, 1, 0.5, 0.1)")
