@@ -1,0 +1,189 @@
+"""Issue 54's finding on its smallest network, and what 6.18 really does
+there. The finding (FatTree(8), bench/k8_diagnosis.py): a slow subflow holds
+seconds of its own rate unsent, and net.ipv4.tcp_notsent_lowat=4096 (a
+subflow is then "not writable" above 4 KB unsent) bounds that.
+
+One MPTCP connection (iperf3 under mptcpize) from h1 to h2 over WiFi3G's two
+disjoint paths shaped to 4 and 0.5 Mb/s, 100-packet queues: the initial
+subflow on the fast path, our path manager's second one on the slow path.
+The sender's subflows are read from the kernel (sock_diag: tcpi_notsent_bytes,
+cwnd, rtt) every second.
+
+Measured here (3 runs each, 2026-12-02): the kernel's default leaves the
+slow subflow a median 22.7 KB unsent (0.4 s of its rate in one run, over 3 s
+in another) and the fast one ~700 KB; with the lowat set in both hosts (and
+read back) the slow subflow's median falls to 1.2 KB, but it still peaks at
+165-252 KB and the fast subflow's median stays ~710-740 KB: the lowat does
+not bound a subflow's unsent data. Which path pushes past
+mptcp_subflow_get_send()'s sk_stream_memory_free() check is not found yet.
+The test pins that, on the kernel's own counters; goodput and its stalls
+(the receiver's per-second iperf3 intervals) are printed, not asserted
+(tests assert on kernel counters, not timings)."""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from base.links import LinkParams
+from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
+from tests.conftest import needs_root
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import diagnosis_kernel as dk  # noqa: E402
+
+FAST_LINK = LinkParams(bw_mbps=4, queue_pkts=100)
+SLOW_LINK = LinkParams(bw_mbps=0.5, queue_pkts=100)
+FAST, SLOW = "wifi", "3g"          # WiFi3G's names of its two paths
+LOWAT = 4096
+RUN_S = 50
+# Medians leave out the start: slow start, and the slow path's queue
+# (2.4 s at 0.5 Mb/s) filling.
+SETTLE_S = 10
+SAMPLE_S = 1.0
+# What the scheduler could hand a subflow past LOWAT if the lowat bounded
+# it: the last fragment it pushes, itself at most LOWAT (mptcp_sendmsg()
+# queues no more than that unsent at connection level, mptcp_send_limit()).
+LOWAT_BOUND = 2 * LOWAT
+# Measured with the lowat: the fast subflow's median notsent ~710-740 KB.
+UNBOUNDED = 10 * LOWAT
+FIELDS = ("notsent", "cwnd", "rtt_us", "bytes_acked", "mss")
+
+
+class SubflowSampler:
+    """Every SAMPLE_S, the sender's subflows of one connection (by local
+    address; the fast one also by the client's port, which iperf3's control
+    connection, also MPTCP, does not share) read over sock_diag."""
+
+    def __init__(self, ns_pid: int, flow: FlowEndpoints, slow_ip: str):
+        from kernel import netlink as nl
+        self.sock = nl.DumpSocket(ns_pid, nl.NETLINK_SOCK_DIAG)
+        self.flow, self.slow_ip = flow, slow_ip
+        self.rows: dict[str, list[dict]] = {FAST: [], SLOW: []}
+        self.conn: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="subflow-sampler", daemon=True)
+        self._layout = dk.tcp_layout(FIELDS)
+
+    def start(self) -> None:
+        self.t0 = time.monotonic()
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.sock.close()
+
+    def _run(self) -> None:
+        f = self.flow
+        while not self._stop.wait(SAMPLE_S):
+            t = time.monotonic() - self.t0
+            tcp, msk = dk.read_host(self.sock, self._layout)
+            for s in tcp:
+                if s["dport"] != f.server_port or "token" not in s:
+                    continue
+                if s["saddr"] == f.src_ip and s["sport"] == f.client_port:
+                    self.rows[FAST].append({"t": t, **s})
+                elif s["saddr"] == self.slow_ip:
+                    self.rows[SLOW].append({"t": t, **s})
+            self.conn += [{"t": t, **m} for m in msk if m["sport"] == f.client_port]
+
+
+def settled(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["t"] >= SETTLE_S]
+
+
+def median_of(rows: list[dict], field: str) -> float:
+    return statistics.median(r[field] for r in rows) if rows else float("nan")
+
+
+def rate_bps(rows: list[dict]) -> float:
+    """What the subflow delivered (bytes_acked) per second while sampled."""
+    if len(rows) < 2 or rows[-1]["t"] <= rows[0]["t"]:
+        return 0.0
+    return (rows[-1]["bytes_acked"] - rows[0]["bytes_acked"]) / (rows[-1]["t"] - rows[0]["t"])
+
+
+def longest_stall(per_second: list[float], mean: float) -> int:
+    """The longest run of seconds with goodput under 10 % of `mean`."""
+    longest = run = 0
+    for x in per_second:
+        run = run + 1 if x < 0.1 * mean else 0
+        longest = max(longest, run)
+    return longest
+
+
+@pytest.fixture
+def net(no_leftovers):
+    from dctopo import WiFi3G
+    from emulator.network import Network
+    with Network(WiFi3G(wifi=FAST_LINK, cell=SLOW_LINK), LinkParams(), "reno") as net:
+        yield net
+
+
+@needs_root
+@pytest.mark.parametrize("lowat", [None, LOWAT], ids=["kernel-default", f"lowat-{LOWAT}"])
+def test_subflows_hold_more_unsent_than_tcp_notsent_lowat(net, lowat, tmp_path):
+    from kernel.transport import counter_delta, read_netstat
+    topo = net.topo
+    from kernel.transport import read_sysctls
+    if lowat:
+        for host in ("h1", "h2"):
+            net.sysctl(host, {"net.ipv4.tcp_notsent_lowat": str(lowat)})
+    # What the sender's sockets will read (the kernel's default: no limit).
+    assert read_sysctls(net.fabric.pid("h1"), ("net.ipv4.tcp_notsent_lowat",)) == {
+        "net.ipv4.tcp_notsent_lowat": str(lowat or 0xFFFFFFFF)}
+    src_ip, dst_ip = topo.path_addresses(FAST)
+    slow_src, slow_dst = topo.path_addresses(SLOW)
+    flow = FlowEndpoints(0, "h1", "h2", src_ip, dst_ip, CLIENT_PORT_BASE, SERVER_PORT_BASE)
+    net.pm.expand("h1", (src_ip, flow.client_port), (dst_ip, flow.server_port), 2,
+                  paths=[(slow_src, slow_dst)])
+    sampler = SubflowSampler(net.fabric.pid("h1"), flow, slow_src)
+    before = {h: read_netstat(net.fabric.pid(h)) for h in ("h1", "h2")}
+    try:
+        # bind_servers=False: the second subflow joins on h2's other address.
+        [out] = net.driver.run([flow], True, RUN_S, tmp_path / "iperf", on_started=sampler.start,
+                               bind_servers=False)
+    finally:
+        sampler.close()
+    grew = {h: counter_delta(before[h], read_netstat(net.fabric.pid(h))) for h in ("h1", "h2")}
+    print({h: {k: v for k, v in g.items() if k.startswith("MPTcp") or "Retrans" in k or "RTO" in k}
+           for h, g in grew.items()})
+    assert out.error is None, out.error
+    [conn] = [c for c in net.pm.connections() if c.ns == "h1" and c.sport == flow.client_port]
+    assert conn.subflows_established == 2 and not conn.create_errors, conn
+
+    (tmp_path / "subflows.json").write_text(json.dumps({"subflows": sampler.rows,
+                                                         "connection": sampler.conn,
+                                                         "per_second_mbps": out.per_second_mbps}))
+    fast, slow = settled(sampler.rows[FAST]), settled(sampler.rows[SLOW])
+    assert len(fast) >= RUN_S - SETTLE_S - 5 and len(slow) >= RUN_S - SETTLE_S - 5, (
+        len(fast), len(slow))
+    slow_rate = rate_bps(slow)
+    assert slow_rate > 0, "the slow subflow delivered nothing"
+    per_second = out.counted_per_second_mbps(SETTLE_S)
+    mean = statistics.fmean(per_second) if per_second else 0.0
+    slow_notsent = median_of(slow, "notsent")
+    said = (f"lowat={lowat}: notsent median fast {median_of(fast, 'notsent'):.0f} B, "
+            f"slow {slow_notsent:.0f} B (max {max(r['notsent'] for r in slow)} B, "
+            f"{slow_notsent / slow_rate:.1f} s of its {8 * slow_rate / 1e3:.0f} kb/s); "
+            f"cwnd median fast {median_of(fast, 'cwnd'):.0f} slow {median_of(slow, 'cwnd'):.0f}; "
+            f"rtt median fast {median_of(fast, 'rtt_us') / 1e3:.0f} ms "
+            f"slow {median_of(slow, 'rtt_us') / 1e3:.0f} ms; "
+            f"connection wmem_queued median {median_of(settled(sampler.conn), 'wmem_queued'):.0f} B "
+            f"of sndbuf {median_of(settled(sampler.conn), 'sndbuf'):.0f}; "
+            f"goodput mean {mean:.2f} Mb/s, longest stall {longest_stall(per_second, mean)} s; "
+            f"per second {[round(x, 2) for x in per_second]}")
+    print(said)
+    # Either way a subflow holds far more than the lowat (and than one
+    # fragment past it) unsent.
+    assert median_of(fast, "notsent") > UNBOUNDED > LOWAT_BOUND, said
+    if lowat:
+        assert max(r["notsent"] for r in slow) > LOWAT_BOUND, said
