@@ -1,24 +1,15 @@
-"""Issue 54's finding on its smallest network, and what 6.18 really does
-there. The finding (FatTree(8), bench/k8_diagnosis.py): a slow subflow holds
-seconds of its own rate unsent, and net.ipv4.tcp_notsent_lowat=4096 (a
-subflow is then "not writable" above 4 KB unsent) bounds that.
+"""MPTCP's subflow send queues on the smallest network that has two paths:
+one connection (iperf3 under mptcpize) from h1 to h2 over WiFi3G's two
+disjoint paths shaped to 4 and 0.5 Mb/s, 100-packet queues, the initial
+subflow on the fast path and our path manager's second on the slow one. The
+sender's subflows are read from the kernel (sock_diag: tcpi_notsent_bytes,
+cwnd, rtt) every second, with the kernel's default and with
+net.ipv4.tcp_notsent_lowat=4096 in both hosts (`run_mptcp.sh --notsent-lowat`).
 
-One MPTCP connection (iperf3 under mptcpize) from h1 to h2 over WiFi3G's two
-disjoint paths shaped to 4 and 0.5 Mb/s, 100-packet queues: the initial
-subflow on the fast path, our path manager's second one on the slow path.
-The sender's subflows are read from the kernel (sock_diag: tcpi_notsent_bytes,
-cwnd, rtt) every second.
-
-Measured here (3 runs each, 2026-12-02): the kernel's default leaves the
-slow subflow a median 22.7 KB unsent (0.4 s of its rate in one run, over 3 s
-in another) and the fast one ~700 KB; with the lowat set in both hosts (and
-read back) the slow subflow's median falls to 1.2 KB, but it still peaks at
-165-252 KB and the fast subflow's median stays ~710-740 KB: the lowat does
-not bound a subflow's unsent data. Which path pushes past
-mptcp_subflow_get_send()'s sk_stream_memory_free() check is not found yet.
-The test pins that, on the kernel's own counters; goodput and its stalls
-(the receiver's per-second iperf3 intervals) are printed, not asserted
-(tests assert on kernel counters, not timings)."""
+What it pins, on the kernel's own counters: the lowat does not bound a
+subflow's unsent data on this kernel (each subflow still holds far more than
+4 KB unsent at times). Goodput and its stalls are printed, not asserted;
+results/README.md, "FatTree(8)", has the numbers."""
 from __future__ import annotations
 
 import json
