@@ -254,7 +254,8 @@ class Sweep:
                 "error": o.error,
             })
         problems = self.net.health_problems()
-        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters) + list(problems)
+        flags = run_flags(rc.subflows, flows, outcomes, cpu, counters,
+                          window=(rc.warmup_s, rc.warmup_s + rc.time_s)) + list(problems)
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
         rise = counted_rise_pct(outcomes, rc.warmup_s)

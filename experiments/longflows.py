@@ -73,7 +73,7 @@ def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:
 
 
 def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
-              counters: dict[str, int]) -> list[str]:
+              counters: dict[str, int], window: tuple[float, float] | None = None) -> list[str]:
     """Why a run of long flows cannot be trusted, from its flow records
     (goodput_mbps, subflows_established), its iperf3 outcomes, the CPU and
     the MPTCP counters' change over the run; empty if it can."""
@@ -88,7 +88,7 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
         flags.append("subflows_missing")
     if subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
         flags.append("unexpected_mptcp")
-    if cpu.saturated():
+    if cpu.saturated(window):
         flags.append("cpu_saturated")
     if counters.get("ArpTableFulls", 0) > 0:
         flags.append("neighbour_table_full")

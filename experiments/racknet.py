@@ -178,7 +178,8 @@ class RackExperiment(Experiment):
                     if subflows > 1 else 0 if o.error else 1),
                 "error": o.error,
             })
-        flags = run_flags(subflows, flows, outcomes, cpu, counters) + net.health_flags()
+        flags = run_flags(subflows, flows, outcomes, cpu, counters,
+                          window=(cfg.warmup, cfg.warmup + cfg.time_s)) + net.health_flags()
         hosts = len(net.fabric.hosts())
         aggregate = sum(fl["goodput_mbps"] for fl in flows)
         total_sent = sum(sent.values())

@@ -19,6 +19,7 @@ and of their largest subflow count in grey where they exist.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -36,7 +37,7 @@ from figures.runs import REFERENCE, REFERENCE_SOURCE, RUN_DIR, Drawn, Run, note,
 
 FIG2, FIG3 = "flowlevel-fig2", "flowlevel-fig3"
 RECORDS = records.of("flowlevel")
-PACKET_RECORDS = f"ft*/one_to_one/flows*/{records.RECORD}"
+PACKET_RECORDS = (f"ft*/one_to_one/flows*/{records.RECORD}", f"ft*/one_to_one/seed*/flows*/{records.RECORD}")
 TOPOLOGY_DIR = re.compile(r"ft(\d+)")
 PACKET_COLOR = "#9a9a9a"             # the paper's grey bars: packet level
 REFERENCE_COLOR = "#d62728"          # reference values, as figures/runs.py's REFERENCE is drawn elsewhere
@@ -110,17 +111,26 @@ def load(results: Path) -> dict[int, dict]:
 
 
 def packet_runs(results: Path, ks) -> dict[int, dict[int, Run]]:
-    """{k: {subflows: run}} of the packet-level FatTree permutation runs of those sizes."""
-    out: dict[int, dict[int, Run]] = {}
+    """{k: {subflows: run}} of the packet-level FatTree permutation runs of
+    those sizes; a sweep run over several seeds is one run of all their
+    flows, valid only if every seed's run is."""
+    found: dict[int, dict[int, list[Run]]] = {}
     for path in records.committed(results, PACKET_RECORDS):
-        topology, workload, folder = path.relative_to(results).parts[:3]
+        parts = path.relative_to(results).parts
+        topology, workload, folder = parts[0], parts[1], parts[-2]
         k, m = TOPOLOGY_DIR.fullmatch(topology), RUN_DIR.fullmatch(folder)
         if not k or not m or int(k[1]) not in ks:
             continue
         try:
-            out.setdefault(int(k[1]), {})[int(m[1])] = parse_run(path, topology, workload, int(m[1]))
+            run = parse_run(path, topology, workload, int(m[1]), parts[2] if len(parts) == 5 else "")
         except ValueError as exc:
             note(f"skipped {path}: {exc}")
+            continue
+        found.setdefault(int(k[1]), {}).setdefault(int(m[1]), []).append(run)
+    out = {k: {m: runs[0] if len(runs) == 1 else dataclasses.replace(
+                   runs[0], pcts=[p for r in runs for p in r.pcts], valid=all(r.valid for r in runs),
+                   flags=sorted({f for r in runs for f in r.flags}))
+               for m, runs in by_m.items()} for k, by_m in found.items()}
     return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
 
 

@@ -7,6 +7,7 @@ the same server)."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import errno
 import json
 import os
@@ -321,6 +322,10 @@ def test_cpu_monitor_keeps_its_api(tmp_path):
     assert cpu.saturated()
     cpu.samples = [hot] * 1 + [one_core] * 9
     assert not cpu.saturated()
+    # Only the counted window counts: a hot start before it is not saturation.
+    cpu.samples = ([dataclasses.replace(hot, t=t) for t in range(5)]
+                   + [dataclasses.replace(one_core, t=t) for t in range(5, 25)])
+    assert cpu.saturated() and not cpu.saturated(window=(5, 25))
     cpu.write_csv(tmp_path / "cpu.csv")
     assert open(tmp_path / "cpu.csv").readline().startswith("t_s,busy_pct,user_pct")
 
