@@ -113,9 +113,8 @@ class CpuMonitor(Sampler):
 
     def saturated(self, window: tuple[float, float] | None = None) -> bool:
         """`window`: (from_s, to_s) since the traffic started, the counted
-        window; outside it the clients' start and their reports are busy
-        (FatTree(8): every core at 100 % for the first 17 s of TCP's start)
-        without touching what is counted."""
+        window; outside it the clients' start and their reports can keep
+        every core busy for seconds without touching what is counted."""
         samples = [s for s in self.samples if window is None or window[0] <= s.t <= window[1]]
         if not samples:
             return False

@@ -92,9 +92,8 @@ class TrafficDriver:
 
     def finish_grace_s(self) -> float:
         """FINISH_GRACE_S, or a few round trips through full queues where
-        those take longer: at 0.5 Mb/s a 100-packet queue takes 2.4 s to
-        drain, and a client's last exchange on a FatTree(8) was seen to take
-        more than 20 s."""
+        those take longer (at 0.5 Mb/s a 100-packet queue takes 2.4 s to
+        drain)."""
         link = self.fabric.link
         drain_s = link.queue_pkts * 1514 * 8 / (link.bw_mbps * 1e6)
         return max(FINISH_GRACE_S, REPORT_ROUND_TRIPS * 2 * REPORT_HOPS * drain_s)
