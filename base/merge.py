@@ -102,10 +102,12 @@ def merge(sources: list[Path], into: Path) -> list[str]:
             raise ConfigError(f"{s}: no such results folder")
         if s.resolve() == into.resolve():
             raise ConfigError(f"{s} is the folder merged into; name it once, after --into")
-    runs = (runs_in(into) if into.is_dir() else []) + [r for s in sources for r in runs_in(s)]
+    found = {s: runs_in(s) for s in sources}
+    runs = (runs_in(into) if into.is_dir() else []) + [r for s in sources for r in found[s]]
     notes = check(runs)
+    side = {s: list(_side_files(s, {r.relative for r in found[s]})) for s in sources}
     for s in sources:
-        _check_side_files(s, into)
+        _check_side_files(s, into, side[s])
     present = {r.relative for r in runs if r.source == into}
     copied = set()
     for r in runs:
@@ -113,7 +115,7 @@ def merge(sources: list[Path], into: Path) -> list[str]:
             shutil.copytree(r.source / r.relative, into / r.relative)
             copied.add(r.relative)
     for s in sources:
-        _copy_side_files(s, into, copied)
+        _copy_side_files(s, into, [rel for rel in side[s] if not any(rel.is_relative_to(c) for c in copied)])
     return notes
 
 
@@ -127,20 +129,16 @@ def _side_files(source: Path, runs: set[Path]):
             yield rel
 
 
-def _run_folders(source: Path) -> set[Path]:
-    return {r.relative for r in runs_in(source)}
-
-
-def _check_side_files(source: Path, into: Path) -> None:
-    for rel in _side_files(source, _run_folders(source)):
+def _check_side_files(source: Path, into: Path, side: list[Path]) -> None:
+    for rel in side:
         target = into / rel
         if rel.name.endswith(".json") and target.exists() and not filecmp.cmp(source / rel, target, shallow=False):
             raise ConfigError(f"{rel} differs between {source} and {into}: the runs beside it "
                               "were not run with the same traffic")
 
 
-def _copy_side_files(source: Path, into: Path, copied: set[Path]) -> None:
-    for rel in _side_files(source, _run_folders(source) | copied):
+def _copy_side_files(source: Path, into: Path, side: list[Path]) -> None:
+    for rel in side:
         target = into / rel
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -80,15 +80,16 @@ def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:
     estimated wall time, the capacity verdict: all without building anything."""
     traffic = row.load("traffic")
     every = cfg.points()
-    points = shard.mine(every) if shard else every
+    numbered = list(enumerate(every, 1))
+    numbered = shard.mine(numbered) if shard else numbered
+    points = [p for _, p in numbered]
     fields = varying(every)
     lines = [f"plan: {PROG} {row.name} ({row.reproduces}): {row.purpose}"]
     if shard:
         i, n = shard.index, shard.count
         lines.append(f"shard {shard}: {len(points)} of the {len(every)} points (numbers {i}, {i + n}, "
                      f"{i + 2 * n}, ...); the same command with the other shards runs the rest")
-    numbers = [j + 1 for j in range(len(every)) if not shard or j % shard.count == shard.index - 1]
-    for i, point in zip(numbers, points):
+    for i, point in numbered:
         t = traffic(cfg, point)
         lines.append(f"  [{i}/{len(every)}] {point_text(point, fields)}"
                      + ("" if not t else f": {t:g} s of traffic"))
