@@ -19,6 +19,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
+from figures import rack_seeds
 from figures.drawing import (Drawn, connections_axis, draw_sweeps, mark_invalid, reference_lines,
                              save_sweep_figure)
 from figures.experiment_records import records_by_topology
@@ -30,7 +31,7 @@ SCHEMES = {"tcp_dhft": scheme_style("tcp", "TCP on DHFT"),
            "mptcp_dhft": scheme_style("mptcp", "MPTCP on DHFT"),
            "tcp_perfect": scheme_style("tcp_perfect")}
 SWEEPS = ("locality", "load")
-TOPOLOGY_DIR = re.compile(r"dhft(\d+)")
+TOPOLOGY_DIR = re.compile(r"dhft(\d+)(-seed\d+)?")
 
 
 @dataclass
@@ -149,7 +150,7 @@ DRAW = {"locality": draw_locality, "load": draw_load}
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
     """Every E7 figure with at least one run: {"dhft<k>-<sweep>": (png, what it shows)}."""
-    return draw_sweeps(load(results), plots, DRAW)
+    return {**draw_sweeps(load(results), plots, DRAW), **rack_seeds.draw_all(results, plots, "dhft")}
 
 
 def crossing(schemes: dict[str, list[Point]]) -> float | None:
@@ -199,4 +200,4 @@ def report_lines(results: Path) -> list[str]:
                           "over the sweep) at " + (f"{cross:.0%} rack-local flows." if cross is not None
                                                    else "no locality of this sweep.")]
             lines.append("")
-    return lines
+    return lines + rack_seeds.report_lines(results, "dhft")

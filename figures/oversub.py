@@ -22,6 +22,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
+from figures import rack_seeds
 from figures.drawing import (Drawn, connections_axis, draw_sweeps, mark_invalid, save_figure,
                              save_sweep_figure)
 from figures.experiment_records import records_by_topology
@@ -34,7 +35,7 @@ MATRICES = {"permutation": ("permutation", "#1f77b4", "o"), "random": ("random",
 SCHEME_STYLE = {"tcp": scheme_style("tcp"), "mptcp": scheme_style("mptcp")}
 # Series keys: "<matrix>:<scheme>".
 SERIES = tuple(f"{m}:{s}" for m in MATRICES for s in SCHEME_STYLE)
-TOPOLOGY_DIR = re.compile(r"oversub(\d+)")
+TOPOLOGY_DIR = re.compile(r"oversub(\d+)(-seed\d+)?")
 
 
 @dataclass
@@ -201,7 +202,7 @@ DRAW = {"load": draw_load, "locality": draw_locality}
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
     """Every E8 figure with at least one run: {"oversub<k>-<sweep>": (png, drawn)}."""
-    return draw_sweeps(load(results), plots, DRAW)
+    return {**draw_sweeps(load(results), plots, DRAW), **rack_seeds.draw_all(results, plots, "oversub")}
 
 
 REPORT_HEAD = """\
@@ -239,4 +240,4 @@ def report_lines(results: Path) -> list[str]:
                                  f"{g.mptcp.aggregate_mbps:.1f}{mark(g.mptcp)} | {g.value:.2f} | "
                                  f"{model('this_network')} | {model('paper_network')} |")
             lines.append("")
-    return lines
+    return lines + rack_seeds.report_lines(results, "oversub")

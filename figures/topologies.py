@@ -17,6 +17,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from base import records
+from figures import rack_seeds
 from figures.drawing import Drawn, mark_invalid, save_figure, save_sweep_figure
 from figures.notes import note
 from figures.runs import FlowPercents, driver_text
@@ -46,9 +47,10 @@ def parse_point(path: Path) -> tuple[str, Point]:
                                   list(doc.get("flags") or []), doc)
 
 
-def load(results: Path) -> dict[str, list[Point]]:
-    """{topology: points by subflow count}, in STYLE's order."""
-    out: dict[str, list[Point]] = {}
+def load(results: Path) -> dict[str, dict[str, list[Point]]]:
+    """{top folder: {topology: points by subflow count}}, in STYLE's order;
+    the top folder is "topologies", or "topologies-seed<S>" for a seed of --seeds."""
+    out: dict[str, dict[str, list[Point]]] = {}
     for path in records.committed(results, records.of("topologies")):
         try:
             topology, point = parse_point(path)
@@ -56,8 +58,9 @@ def load(results: Path) -> dict[str, list[Point]]:
             note(f"skipped {path}: {exc}")
             continue
         if topology in STYLE:
-            out.setdefault(topology, []).append(point)
-    return {t: sorted(out[t], key=lambda p: p.x) for t in STYLE if t in out}
+            out.setdefault(path.relative_to(results).parts[0], {}).setdefault(topology, []).append(point)
+    return {top: {t: sorted(by[t], key=lambda p: p.x) for t in STYLE if t in by}
+            for top, by in sorted(out.items())}
 
 
 def _label(topology: str, points: list[Point]) -> str:
@@ -129,14 +132,12 @@ def draw_rank(data: dict[str, list[Point]], out: Path) -> Drawn:
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    data = load(results)
-    if not data:
-        return {}
     drawn = {}
-    for name, draw in (("topologies-subflows", draw_subflows), ("topologies-rank", draw_rank)):
-        out = plots / f"{name}.png"
-        drawn[name] = (out, draw(data, out))
-    return drawn
+    for top, data in load(results).items():
+        for name, draw in ((f"{top}-subflows", draw_subflows), (f"{top}-rank", draw_rank)):
+            out = plots / f"{name}.png"
+            drawn[name] = (out, draw(data, out))
+    return {**drawn, **rack_seeds.draw_all(results, plots, "topologies")}
 
 
 REPORT_HEAD = """\
@@ -149,20 +150,24 @@ subflows for 90 % of their throughput, VL2 gets most of its gain with two.
 
 
 def report_lines(results: Path) -> list[str]:
-    data = load(results)
-    if not data:
-        return []
-    lines = section_head(REPORT_HEAD) + ["![subflows](plots/topologies-subflows.png)", "",
-                                         "![rank](plots/topologies-rank.png)", "",
-                                         "| network | subflows | mean % | p10 % | gain over TCP reached |",
-                                         "| --- " * 5 + "|"]
+    tops = load(results)
+    lines = section_head(REPORT_HEAD) if tops else []
+    for top, data in tops.items():
+        lines += _table(top, data)
+    return lines + rack_seeds.report_lines(results, "topologies")
+
+
+def _table(top: str, data: dict[str, list[Point]]) -> list[str]:
+    lines = ([f"### {top}", ""] if top != "topologies" else []) + [
+        f"![subflows](plots/{top}-subflows.png)", "", f"![rank](plots/{top}-rank.png)", "",
+        "| network | subflows | mean % | p10 % | gain over TCP reached |", "| --- " * 5 + "|"]
     for topology, pts in data.items():
         tcp = next((p for p in pts if p.x == 1), None)
-        top = max(pts, key=lambda p: p.x)
+        most = max(pts, key=lambda p: p.x)
         for p in pts:
             share = "–"
-            if tcp and top.mean > tcp.mean and p is not tcp:
-                share = f"{100 * (p.mean - tcp.mean) / (top.mean - tcp.mean):.0f} % of MPTCP-{top.x}'s"
+            if tcp and most.mean > tcp.mean and p is not tcp:
+                share = f"{100 * (p.mean - tcp.mean) / (most.mean - tcp.mean):.0f} % of MPTCP-{most.x}'s"
             lines.append(f"| {STYLE[topology][0]} | {'TCP' if p.x == 1 else p.x} | "
                          f"{p.mean:.1f}{'' if p.valid else ' !'} | {p.p10:.1f} | {share} |")
     return lines + [""]

@@ -52,8 +52,9 @@ class Command:
         if not self.row.machine:
             target(cfg)
             return
+        from experiments.overseeds import experiment_for
         from experiments.runner import Runner
-        experiment = target(cfg)
+        experiment = experiment_for(target, cfg)
         Runner(experiment, say=experiment.say, shard=shard).run()
 
     def shard_of(self, cfg, args):

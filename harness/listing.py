@@ -60,12 +60,16 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def field_names(point) -> list[str]:
+    """A point's fields; a seed's point (with --seeds) names its own too."""
+    return getattr(point, "field_names", None) or [f.name for f in dataclasses.fields(point)]
+
+
 def varying(points: list) -> list[str]:
     """The fields in which a config's points differ: what tells them apart."""
     if not points or not dataclasses.is_dataclass(points[0]):
         return []
-    names = [f.name for f in dataclasses.fields(points[0])]
-    return [n for n in names
+    return [n for n in field_names(points[0])
             if len({repr(getattr(p, n)) for p in points}) > 1]
 
 

@@ -2,6 +2,7 @@
 from, the defaults and why, and the checks of common settings."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,7 @@ def default_run_s(bw_mbps: float) -> float:
 # (kernel/bpf/mptcp_cc.bpf.c). It arrived in Linux 6.2: Debian 12's 6.1 lacks it.
 COUPLED_CC_KFUNC = "bpf_rdonly_cast"
 SEED_MAX = 2 ** 32 - 1   # the per-router ECMP hash seeds are u32
+MAX_SEEDS = 20           # --seeds: each seed is the whole experiment again
 
 
 def coupled_cc_supported() -> bool:
@@ -226,3 +228,59 @@ def check_driver(driver: str) -> None:
 
 
 _LONG_FLOW_OPTIONS = {f.name: opt for f, opt in declared(LongFlowSettings)}
+
+
+def check_seed_list(seeds: tuple[int, ...], seed: int) -> None:
+    """--seeds: none (one run of --seed), or two or more different seeds, not with --seed."""
+    if not seeds:
+        return
+    if seed not in (0, seeds[0]):
+        raise ConfigError("--seed and --seeds: give one (--seeds 0,1,2 runs each)")
+    if len(set(seeds)) != len(seeds) or len(seeds) == 1:
+        raise ConfigError(f"--seeds {','.join(map(str, seeds))}: give two or more "
+                          "different seeds (--seed runs one)")
+    if len(seeds) > MAX_SEEDS:
+        raise ConfigError(f"--seeds: at most {MAX_SEEDS} seeds ({len(seeds)} given)")
+
+
+@dataclass(frozen=True)
+class SeedPoint:
+    """One point of one seed's runs, in an experiment run with --seeds."""
+    seed: int
+    point: Any
+
+    @property
+    def field_names(self) -> list[str]:
+        return ["seed", *(f.name for f in dataclasses.fields(self.point))]
+
+    def __getattr__(self, name: str):
+        # The point's own fields and properties (its subflows, its x), for --plan.
+        if name == "point":
+            raise AttributeError(name)
+        return getattr(self.point, name)
+
+
+@dataclass(frozen=True)
+class SeedsSettings:
+    """--seeds for an experiment of racks: the whole experiment once per
+    seed (a traffic matrix and ECMP hash each), a network each. A config
+    with it names one seed's runs `seed_points()`; `points()` is every seed's."""
+    seeds: tuple[int, ...] = option((), flag="--seeds", metavar="LIST", low=0, high=SEED_MAX,
+                                    default_text="none: one run of --seed",
+                                    help="comma list of two or more seeds: every point runs once per "
+                                         "seed, and the figures draw the mean and each seed")
+
+    def check_seeds(self) -> None:
+        check_seed_list(self.seeds, self.seed)
+
+    def for_seed(self, seed: int):
+        """This config as one seed's runs have it."""
+        return dataclasses.replace(self, seed=seed, seeds=())
+
+    def points(self) -> list:
+        if not self.seeds:
+            return self.seed_points()
+        return [SeedPoint(s, p) for s in self.seeds for p in self.for_seed(s).seed_points()]
+
+    def seed_points(self) -> list:
+        raise NotImplementedError

@@ -7,7 +7,8 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.options import names, option
-from experiments.config.common import MAX_SUBFLOWS, LongFlowSettings, check_lists_given, mptcp_subflows
+from experiments.config.common import (MAX_SUBFLOWS, LongFlowSettings, SeedsSettings, check_lists_given,
+                                       mptcp_subflows)
 
 DHFT_SCHEMES = ("tcp_dhft", "mptcp_dhft", "tcp_perfect")
 DHFT_SWEEPS = ("locality", "load")
@@ -48,7 +49,7 @@ def check_dhft(k: int, subflows: int) -> None:
 
 
 @dataclass(frozen=True)
-class DhftConfig(LongFlowSettings):
+class DhftConfig(SeedsSettings, LongFlowSettings):
     """Paper Fig. 14-16, 18: dual-homed FatTree, throughput against locality and load."""
     k: int = option(4, flag="--k", metavar="K", help="switch arity, 4 or 8")
     hosts_per_rack: int | None = option(None, flag="--hosts-per-rack", metavar="N", low=2, high=16,
@@ -84,6 +85,7 @@ class DhftConfig(LongFlowSettings):
         from dctopo.workloads import make_rack_matrix   # stdlib only
         check_dhft(self.k, self.subflows)
         self.check_settings()
+        self.check_seeds()
         check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
                           ("load", "--loads", self.loads))
         racks = self.racks()
@@ -99,7 +101,7 @@ class DhftConfig(LongFlowSettings):
                                   f"DHFT({self.k}) ({self.n_hosts} hosts, at most "
                                   f"{DHFT_MAX_FLOWS} flows)")
 
-    def points(self) -> list[DhftPoint]:
+    def seed_points(self) -> list[DhftPoint]:
         """Every run; those on the same topology are adjacent (one network
         is built per topology)."""
         xs = {"locality": self.localities, "load": self.loads}

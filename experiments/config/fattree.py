@@ -12,14 +12,12 @@ from base.links import LinkParams
 from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS, SWEEP_WARMUP_S_AT_10MBPS,
                                        RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s, WarmupFromRate,
                                        machine_cc, check_run_settings, check_subflow_counts, check_driver,
-                                       WARMUP_MAX_S)
+                                       WARMUP_MAX_S, check_seed_list)
 
 # The controller's first fit: the paper's Fig. 13 runs it every 5 s down to
 # 100 ms. Half that is the shortest allowed: nothing shorter was tried here,
 # and a round must have the switches' flow statistics back before the next.
 MIN_SCHEDULE_S, MAX_SCHEDULE_S = 0.05, 60.0
-# --seeds: each seed is a network and a sweep of its own.
-MAX_SEEDS = 20
 MAX_NOTSENT_LOWAT = 2 ** 31 - 1
 
 
@@ -138,13 +136,9 @@ class SweepConfig(WarmupFromRate):
         check_subflow_counts(self.subflows)
         for seed in self.seed_list:
             check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, seed)
-        if len(set(self.seeds)) != len(self.seeds) or len(self.seeds) == 1:
-            raise ConfigError(f"--seeds {','.join(map(str, self.seeds))}: give two or more "
-                              "different seeds (--seed runs one)")
+        check_seed_list(self.seeds, self.seed)
         if self.notsent_lowat is not None and not 1 <= self.notsent_lowat <= MAX_NOTSENT_LOWAT:
             raise ConfigError(f"--notsent-lowat {self.notsent_lowat}: must be within 1..{MAX_NOTSENT_LOWAT} bytes")
-        if len(self.seeds) > MAX_SEEDS:
-            raise ConfigError(f"--seeds: at most {MAX_SEEDS} seeds ({len(self.seeds)} given)")
         check_driver(self.driver)
         if not 0.1 <= self.monitor_interval_s <= 60:
             raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "

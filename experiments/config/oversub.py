@@ -7,7 +7,7 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.options import again, names, option
-from experiments.config.common import LongFlowSettings, check_lists_given, mptcp_subflows
+from experiments.config.common import LongFlowSettings, SeedsSettings, check_lists_given, mptcp_subflows
 from experiments.config.dhft import DhftConfig
 
 OVERSUB_SWEEPS = ("load", "locality")
@@ -72,7 +72,7 @@ class OversubPoint:
 
 
 @dataclass(frozen=True)
-class OversubConfig(OversubscribedSettings):
+class OversubConfig(SeedsSettings, OversubscribedSettings):
     """Paper Fig. 7-8: 4:1 oversubscribed FatTree, MPTCP's gain over TCP
     against load and locality."""
     sweeps: tuple[str, ...] = names(OVERSUB_SWEEPS, flag="--sweeps", what="sweep")
@@ -88,6 +88,7 @@ class OversubConfig(OversubscribedSettings):
     def validate(self) -> None:
         self.check_network()
         self.check_settings()
+        self.check_seeds()
         check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
                           ("load", "--loads", self.loads))
         for c in self.loads:
@@ -96,7 +97,7 @@ class OversubConfig(OversubscribedSettings):
                                   f"{1 / self.n_hosts:.2g}..{OVERSUB_MAX_FLOWS // self.n_hosts} "
                                   f"({self.n_hosts} hosts, at most {OVERSUB_MAX_FLOWS} flows)")
 
-    def points(self) -> list[OversubPoint]:
+    def seed_points(self) -> list[OversubPoint]:
         """Every run, on one network; TCP and MPTCP of a matrix side by side."""
         load = [OversubPoint("load", m, s, float(x)) for m in self.matrices
                 for x in self.loads for s in OVERSUB_SCHEMES]

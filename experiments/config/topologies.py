@@ -8,7 +8,7 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from base.options import links, names, option
-from experiments.config.common import LongFlowSettings, check_subflow_counts
+from experiments.config.common import LongFlowSettings, SeedsSettings, check_subflow_counts
 
 # The networks, by name; what each is built as is experiments/topologies.py's.
 TOPOLOGY_NAMES = ("fattree", "vl2", "bcube")
@@ -31,7 +31,7 @@ class TopologyPoint:
 
 
 @dataclass(frozen=True)
-class TopologiesConfig(LongFlowSettings):
+class TopologiesConfig(SeedsSettings, LongFlowSettings):
     """Paper Fig. 4-5: FatTree, VL2 and BCube under a permutation, TCP against MPTCP."""
     topologies: tuple[str, ...] = names(TOPOLOGY_NAMES, flag="--topologies", what="topology")
     subflows: tuple[int, ...] = option((1, 2, 3, 4, 6, 8), flag="--subflows", metavar="LIST",
@@ -46,6 +46,7 @@ class TopologiesConfig(LongFlowSettings):
             raise ConfigError(f"--fabric {self.fabric}: BCube's hosts relay by routes only the l3 "
                               "fabric gives them")
         self.check_settings()
+        self.check_seeds()
 
-    def points(self) -> list[TopologyPoint]:
+    def seed_points(self) -> list[TopologyPoint]:
         return [TopologyPoint(t, n) for t in self.topologies for n in self.subflows]
