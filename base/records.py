@@ -34,7 +34,7 @@ def dhft_run(results: Path, k: int, sweep: str, scheme: str, label: str) -> Path
 
 
 def cc_compare_scheme(results: Path, experiment: str, k: int, scheme: str) -> Path:
-    """The results folder of one scheme of E5/E6: a FatTree sweep's own."""
+    """The results folder of one scheme of `algorithms`/`hotspot`: a FatTree sweep's own."""
     return results / f"{experiment}{k}" / scheme
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The fluid model's gain (dctopo/dctopo/fluid_model.py) on the 4:1 oversubscribed
-FatTree, against load and locality, for the networks E8 can run and the
+FatTree, against load and locality, for the networks `oversub` can run and the
 paper's: pooled multipath over TCP on ECMP, both max-min fair. No network,
-no root: arithmetic over the same matrices E8 draws (workloads.make_rack_matrix).
+no root: arithmetic over the same matrices `oversub` draws (workloads.make_rack_matrix).
 
     .venv/bin/python bench/fluid_gain.py [--ks 4,8] [--ratio 4] [--seeds 0]
         [--draws 10] [--loads 0.015625,0.0625,0.25,1,2] [--localities 0,0.25,0.5,0.75,1]

@@ -4,7 +4,7 @@
     sudo .venv/bin/python bench/window_corruption.py [--schemes uncoupled,lia]
         [--repeat 2] [--k 4] [--time 60] [--out DIR]
 
-Runs E6 (`run_mptcp.sh hotspot`: FatTree(k) one_to_one, MPTCP-8, a core
+Runs `hotspot` (`run_mptcp.sh hotspot`: FatTree(k) one_to_one, MPTCP-8, a core
 link at a tenth of its rate during the middle third), where earlier runs
 saw such windows, once per scheme and repeat. During each run a
 HugeWindowWatch (monitor/cwnd_watch.py: the kernel's tcp_probe

@@ -11,7 +11,7 @@ single subflow count is rerun later.
                   itself a client of as many servers (2013 reproduction).
   all_to_all      every ordered pair of distinct hosts.
 
-Two more matrices take a parameter and the hosts' racks (E7, the dual-homed
+Two more matrices take a parameter and the hosts' racks (`dhft`, the dual-homed
 FatTree; paper Section 5):
 
   locality        a permutation in which a fraction `locality` of the flows

@@ -9,7 +9,7 @@ at SCHED_IDLE priority it got the full rate in 3 of 3.
 
 A SCHED_IDLE loop runs only when nothing else wants the CPU, so it takes no
 time from real work, but it does show up as busy CPU in /proc/stat: use it
-only where rates and delays, not the CPU, are being measured (E4 and the
+only where rates and delays, not the CPU, are being measured (`wifi3g` and the
 rate and delay tests).
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""E5 and E6: the paper's congestion controls (all but PACKETSCATTER, which
+"""`algorithms` and `hotspot`: the paper's congestion controls (all but PACKETSCATTER, which
 needs per-packet switching) and OLIA, which came after it, side by side on
 FatTree one_to_one.
 
-E5 (`run_mptcp.sh algorithms`, Raiciu et al. 2011 Fig. 9-10): single-path
+`algorithms` (`run_mptcp.sh algorithms`, Raiciu et al. 2011 Fig. 9-10): single-path
 TCP, UNCOUPLED (Reno on every subflow), EWTCP, LIA and OLIA on the same
 permutation; the figures rank the flows' throughput and the links' loss rates.
 
-E6 (`run_mptcp.sh hotspot`, Fig. 11 and 19): the same runs, but during the
+`hotspot` (`run_mptcp.sh hotspot`, Fig. 11 and 19): the same runs, but during the
 middle third of the counted time one core link (both directions) runs at a
 tenth of its rate. Coupled algorithms that move traffic off congestion (LIA,
 OLIA) should keep the flows that can cross that link close to their rate;

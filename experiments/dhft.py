@@ -1,4 +1,4 @@
-"""E7, the dual-homed FatTree: aggregate throughput against rack locality and
+"""`dhft`, the dual-homed FatTree: aggregate throughput against rack locality and
 against load (paper Section 5, Fig. 15-16).
 
 Three schemes run the same traffic matrix:

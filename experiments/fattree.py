@@ -63,7 +63,7 @@ class Sweep:
         self.baseline_attempts: list[float] = []
         self.wall_s = 0.0          # run()'s wall time (bench/fidelity.py prints it)
         self.environment: dict = {}
-        # Something done to the network during every run (E6's hot link):
+        # Something done to the network during every run (`hotspot`'s hot link):
         # start() when the traffic starts, stop() -> what it did, for run.json.
         self.during_runs = None
 

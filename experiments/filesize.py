@@ -40,7 +40,7 @@ CLOSED_WAIT_S = 2.0
 class FilesizeNetwork(Network):
     """Two hosts, two equal paths.
 
-    No keep-awake loops (emulator/keepawake.py), unlike E4: here they made
+    No keep-awake loops (emulator/keepawake.py), unlike `wifi3g`: here they made
     completion times worse. One TCP transfer at a time at 100 Mb/s, 9 per
     size, reno, alternately without and with them, twice: without them medians
     of 0.64, 1.01, 1.60 and 2.81 ms at 2, 5, 10 and 20 packets, none over

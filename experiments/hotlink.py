@@ -1,6 +1,6 @@
 """A link slowed for a window of each run: the paper's 1 Gb/s core link
-falling back to 100 Mb/s (Raiciu et al. 2011 Fig. 11 and 19). E6 (hotspot,
-FatTree) and the link-failure experiment (Fig. 19, DHFT) run it; a run
+falling back to 100 Mb/s (Raiciu et al. 2011 Fig. 11 and 19). `hotspot` (on a
+FatTree) and `linkfailure` (Fig. 19, on a DHFT) run it; a run
 starts it with its traffic and puts what it did into run.json."""
 from __future__ import annotations
 

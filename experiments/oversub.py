@@ -1,4 +1,4 @@
-"""E8, the 4:1 oversubscribed FatTree (paper §4.3.3): MPTCP with four
+"""`oversub`, the 4:1 oversubscribed FatTree (paper §4.3.3): MPTCP with four
 subflows against single-path TCP on the same traffic matrix, as a gain
 (MPTCP's aggregate over TCP's), against load (connections per host, with
 permutation and random matrices; paper Fig. 7) and against locality (one

@@ -1,4 +1,4 @@
-"""E10, provisioned paths (van der Pol et al., TNC 2013; seeds/004 in
+"""`provisioned`, provisioned paths (van der Pol et al., TNC 2013; seeds/004 in
 README's sources): MPTCP over four paths that a controller provisioned
 between two servers, two of them link-disjoint, over two long links.
 The paths are computed from the testbed's links, link-disjoint ones first
@@ -25,7 +25,7 @@ Schemes, one long flow each, on one network:
 
 The initial subflow opens on the first path of `order` (1 by default) and the
 joins follow in that order: with coupled congestion control which path
-starts first turned out to matter (README, E10).
+starts first turned out to matter (README, `provisioned`).
 
 The testbed saw MPTCP with coupled congestion control settle on the two
 link-disjoint paths after a while. What each run measures towards that:
@@ -57,7 +57,7 @@ SCHEME_LABELS = {"tcp": "TCP", "mptcp": "MPTCP, 4 paths", "uncoupled": "uncouple
 REACHED = 0.9
 # A run is flagged delay_line_late when more than this share (%) of its
 # packets left the delay line over 10 ms late (host contention): a quarter of
-# the paths' 40 ms round trip, as E4 flags at half its WiFi RTT.
+# the paths' 40 ms round trip, as `wifi3g` flags at half its WiFi RTT.
 LATE_PCT_FLAG = 1.0
 
 
@@ -89,7 +89,7 @@ class ProvisionedExperiment(Experiment):
 
     def introduce(self) -> str:
         cfg = self.cfg
-        return (f"provisioned (E10): 4 paths over 2 long links of {cfg.long.bw_mbps:g} Mb/s, "
+        return (f"provisioned: 4 paths over 2 long links of {cfg.long.bw_mbps:g} Mb/s, "
                 f"{cfg.long.delay_ms:g} ms one way; local links {cfg.local.bw_mbps:g} Mb/s; "
                 f"fabric {cfg.fabric}; {cfg.time_s:g} s per run, path shares after {cfg.settle_s:g} s; "
                 f"MPTCP opens its subflows on paths {','.join(str(i + 1) for i in cfg.order)} in turn\n"

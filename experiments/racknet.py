@@ -1,4 +1,4 @@
-"""A network for traffic matrices over racks (E7, E8, E9): each flow on one of
+"""A network for traffic matrices over racks (`dhft`, `oversub`, `topologies`): each flow on one of
 its hosts' interfaces (a plane, on a multi-homed topology), MPTCP's further
 subflows alternating over the planes, and the bytes each interface sent.
 On single-homed hosts there is one plane and every subflow starts from the

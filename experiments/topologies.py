@@ -1,4 +1,4 @@
-"""E9, the paper's datacenters side by side (§4.3.1, Fig. 4-5): a
+"""`topologies`, the paper's datacenters side by side (§4.3.1, Fig. 4-5): a
 permutation matrix on FatTree, VL2 and BCube, TCP against MPTCP with 2..8
 subflows, as each flow's goodput in % of one host link.
 
@@ -38,7 +38,7 @@ BCUBE_N, BCUBE_K = 3, 2
 
 
 def build(topology: str, link: LinkParams) -> DCTopo:
-    """The network E9 runs under each name (the module's docstring)."""
+    """The network `topologies` runs under each name (the module's docstring)."""
     if topology == "fattree":
         return FatTree(k=4)
     if topology == "vl2":

@@ -1,4 +1,4 @@
-"""E4, WiFi + 3G: goodput against receive buffer, WiFi loss and WiFi RTT
+"""`wifi3g`, WiFi + 3G: goodput against receive buffer, WiFi loss and WiFi RTT
 (the CS244 '14 reproduction of Raiciu et al., NSDI 2012, Fig. 4).
 
 One sender and one receiver joined by a WiFi and a 3G path (dctopo.WiFi3G).
@@ -57,7 +57,7 @@ class Wifi3GNetwork(Network):
 
     def __init__(self, wifi: LinkParams, cell: LinkParams, cfg: Wifi3GConfig):
         super().__init__(WiFi3G(wifi=wifi, cell=cell), LinkParams(), cfg.cc, seed=cfg.seed)
-        # E4 measures goodput and delays, not CPU: keep the VM's vCPUs from
+        # `wifi3g` measures goodput and delays, not CPU: keep the VM's vCPUs from
         # idling, or their late wake-ups add to every delay (keepawake.py).
         self.keep_awake = KeepAwake()
 

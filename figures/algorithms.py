@@ -1,17 +1,17 @@
-"""E5 and E6: congestion controls compared on FatTree one_to_one, without and
+"""`algorithms` and `hotspot`: congestion controls compared on FatTree one_to_one, without and
 with a hot spot (Raiciu et al. 2011 Fig. 9-11, 19).
 
-Reads results/algorithms<k>/<scheme>/ft<k>/one_to_one/flows<N>/ (E5) and
-results/hotspot<k>/... (E6): run.json and ports.csv.
+Reads results/algorithms<k>/<scheme>/ft<k>/one_to_one/flows<N>/ (`algorithms`) and
+results/hotspot<k>/... (`hotspot`): run.json and ports.csv.
 
-E5, `algorithms<k>.png`: each flow's throughput (% of optimal), ranked, one
+`algorithms`, `algorithms<k>.png`: each flow's throughput (% of optimal), ranked, one
 line per scheme (Fig. 9); the loss rate of every core, aggregation and
 access (edge switch to host) link direction, ranked (Fig. 10 has core and
 access). A port's loss rate is the
 packets its egress queue dropped over those it sent or dropped, in the
 counted window.
 
-E6, `hotspot<k>.png`: per scheme, over the whole run, the mean throughput of
+`hotspot`, `hotspot<k>.png`: per scheme, over the whole run, the mean throughput of
 the flows with one end in the pod of the slowed core link (those that can
 cross it) and of the others, the slow window shaded (Fig. 19); and each
 flow's throughput during the slow window, ranked (Fig. 11).
@@ -167,7 +167,7 @@ def draw_algorithms(runs: dict[str, SchemeRun], out: Path) -> Drawn:
                 f"{name} (paper Fig. 10: core, access)")
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.suptitle(f"Congestion controls compared (E5)\n{_subtitle(runs)}", fontsize=10)
+    fig.suptitle(f"Congestion controls compared (algorithms)\n{_subtitle(runs)}", fontsize=10)
 
     def readout(_fig) -> dict:
         return {s: {"pcts": r.pcts(), "loss": loss[s]} for s, r in runs.items()}
@@ -241,7 +241,7 @@ def draw_hotspot(runs: dict[str, SchemeRun], out: Path) -> Drawn:
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.suptitle(f"Hot spot (E6): core link {event.get('link', '?')} at {event.get('factor', '?'):g} of "
+    fig.suptitle(f"Hot spot: core link {event.get('link', '?')} at {event.get('factor', '?'):g} of "
                  f"its rate from {lo:g} to {hi:g} s, both directions\n{_subtitle(runs)}", fontsize=10)
 
     def readout(_fig) -> dict:
@@ -263,7 +263,7 @@ def report_lines(results: Path) -> list[str]:
     lines: list[str] = []
     for name, runs in data.items():
         if name.startswith("algorithms"):
-            lines += [f"## Congestion controls compared (E5): {name}", "",
+            lines += [f"## Congestion controls compared (`algorithms`): {name}", "",
                       f"![{name}](plots/{name}.png)", "",
                       "Paper (Fig. 9-10, 128-host FatTree packet-level simulation): the multipath "
                       "algorithm does not greatly affect long-flow throughput, every one beating "
@@ -281,7 +281,7 @@ def report_lines(results: Path) -> list[str]:
                              f"{sm['min_pct']:.1f} | {' | '.join(cells)} | "
                              f"{', '.join(r.record.get('flags') or []) or '–'} |")
         else:
-            lines += [f"## Hot spot (E6): {name}", "", f"![{name}](plots/{name}.png)", "",
+            lines += [f"## Hot spot (`hotspot`): {name}", "", f"![{name}](plots/{name}.png)", "",
                       "Mean throughput (Mb/s) of the flows that can cross the slowed link "
                       "(one end in its pod) before and while it is slow, and of the others. "
                       "Paper (Fig. 11, 19): MPTCP moves traffic off the hot link, so the effect "

@@ -1,4 +1,4 @@
-"""E7, the dual-homed FatTree (paper Section 5): aggregate throughput of TCP on
+"""`dhft`, the dual-homed FatTree (paper Section 5): aggregate throughput of TCP on
 DHFT, MPTCP on DHFT and TCP on the perfect switch, against rack locality
 (paper Fig. 15, 18) and, relative to the perfect switch, against load
 (connections per host, paper Fig. 16).
@@ -149,7 +149,7 @@ DRAW = {"locality": draw_locality, "load": draw_load}
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    """Every E7 figure with at least one run: {"dhft<k>-<sweep>": (png, what it shows)}."""
+    """Every `dhft` figure with at least one run: {"dhft<k>-<sweep>": (png, what it shows)}."""
     return {**draw_sweeps(load(results), plots, DRAW), **rack_seeds.draw_all(results, plots, "dhft")}
 
 
@@ -165,7 +165,7 @@ def crossing(schemes: dict[str, list[Point]]) -> float | None:
 
 # The section's title and what its tables show.
 REPORT_HEAD = """\
-## Dual-homed FatTree (E7; paper Section 5, Fig. 15-16)
+## Dual-homed FatTree (`dhft`; paper Section 5, Fig. 15-16)
 
 Aggregate goodput (Mb/s) of all flows after the warm-up; `!` marks an
 invalid run. The paper (k=12, 576 hosts): MPTCP on DHFT passes the perfect
@@ -175,7 +175,7 @@ switch at light to medium load.
 
 
 def report_lines(results: Path) -> list[str]:
-    """report.md's E7 section: aggregate goodput per point and scheme."""
+    """report.md's `dhft` section: aggregate goodput per point and scheme."""
     data = load(results)
     lines = section_head(REPORT_HEAD) if data else []
     for topology, sweeps in data.items():

@@ -1,4 +1,4 @@
-"""E8, the 4:1 oversubscribed FatTree (paper §4.3.3): MPTCP's aggregate
+"""`oversub`, the 4:1 oversubscribed FatTree (paper §4.3.3): MPTCP's aggregate
 goodput as a multiple of TCP's on the same matrix, against connections per
 host for permutation and random matrices (paper Fig. 7), and against the
 share of rack-local flows (paper Fig. 8, where both aggregates are drawn
@@ -201,12 +201,12 @@ DRAW = {"load": draw_load, "locality": draw_locality}
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    """Every E8 figure with at least one run: {"oversub<k>-<sweep>": (png, drawn)}."""
+    """Every `oversub` figure with at least one run: {"oversub<k>-<sweep>": (png, drawn)}."""
     return {**draw_sweeps(load(results), plots, DRAW), **rack_seeds.draw_all(results, plots, "oversub")}
 
 
 REPORT_HEAD = """\
-## Oversubscribed FatTree (E8; paper §4.3.3, Fig. 7-8)
+## Oversubscribed FatTree (`oversub`; paper §4.3.3, Fig. 7-8)
 
 Aggregate goodput (Mb/s) of TCP and of MPTCP on the same matrix, and their
 ratio; `!` marks an invalid run. The paper (a 512-host 4:1 FatTree,

@@ -1,4 +1,4 @@
-"""Provisioned paths (E10; van der Pol et al., TNC 2013, Fig. 7-8 and 10):
+"""Provisioned paths (`provisioned`; van der Pol et al., TNC 2013, Fig. 7-8 and 10):
 what the sender put on each of the four paths, second by second, for MPTCP
 with coupled congestion control, uncoupled MPTCP and MPTCP on the two
 link-disjoint paths; TCP alone on each path as the reference.
@@ -133,7 +133,7 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
 
 
 REPORT_HEAD = f"""\
-## Provisioned paths (E10, the TNC 2013 testbed)
+## Provisioned paths (`provisioned`, the TNC 2013 testbed)
 
 Four provisioned paths over two long links; with the computed paths, 1 and 2
 are link-disjoint (a run's record names its paths and disjoint ones).

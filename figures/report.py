@@ -91,7 +91,7 @@ def table(s: Section) -> list[str]:
 
 def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, Path | str],
                  notes: list[str], out: Path, extra: list[str] | None = None) -> None:
-    """`extra`: sections of other experiments (E4), placed before the notes."""
+    """`extra`: sections of other experiments (`wifi3g`), placed before the notes."""
     lines = ["# Results report", "",
              f"Drawn by `plot.py {results}` from the run records under this directory. "
              "Throughput is goodput at the receiver over the counted window, as % of the "

@@ -27,16 +27,16 @@ class Style:
 SCHEMES: dict[str, Style] = {
     "tcp":             Style("TCP", "#ff7f0e", "s"),
     "mptcp":           Style("MPTCP", "#1f77b4", "o"),
-    # the congestion controls compared (E5, E6, Fig. 12, BCube many-to-one)
+    # the congestion controls compared (`algorithms`, `hotspot`, Fig. 12, BCube many-to-one)
     "lia":             Style("MPTCP (LIA)", "#1f77b4", "o"),
     "ewtcp":           Style("EWTCP", "#2ca02c", "^"),
     "olia":            Style("OLIA", "#9467bd", "D"),
     "uncoupled":       Style("UNCOUPLED", "#d62728", "v"),
     # Hedera's first fit over single-path TCP (Fig. 13)
     "firstfit":        Style("first fit", "#2ca02c", "P"),
-    # DHFT's reference (E7)
+    # DHFT's reference (`dhft`)
     "tcp_perfect":     Style("TCP on the perfect switch", "#2ca02c", "^"),
-    # WiFi + 3G (E4)
+    # WiFi + 3G (`wifi3g`)
     "tcp_wifi":        Style("TCP over WiFi", "#2ca02c", "s"),
     "tcp_3g":          Style("TCP over 3G", "#ff7f0e", "^"),
     # LIA with the NSDI 2012 penalization of slow subflows (kernel/bpf/penalize.h)

@@ -1,4 +1,4 @@
-"""E9, FatTree, VL2 and BCube side by side (paper §4.3.1): mean goodput per
+"""`topologies`, FatTree, VL2 and BCube side by side (paper §4.3.1): mean goodput per
 flow in % of one host link against the number of subflows, per network
 (paper Fig. 4), and each flow's goodput ranked for TCP, MPTCP-2 and the
 most subflows run (paper Fig. 5: TCP against MPTCP-2 on VL2 and MPTCP-8 on
@@ -141,7 +141,7 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
 
 
 REPORT_HEAD = """\
-## FatTree, VL2 and BCube (E9; paper §4.3.1, Fig. 4-5)
+## FatTree, VL2 and BCube (`topologies`; paper §4.3.1, Fig. 4-5)
 
 Mean and p10 of each flow's goodput in % of one host link, per subflow count
 (1 = TCP); `!` marks an invalid run. The paper: FatTree and BCube need eight

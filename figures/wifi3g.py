@@ -1,4 +1,4 @@
-"""E4, WiFi + 3G (CS244 '14; Raiciu et al., NSDI 2012, Fig. 4): goodput of TCP
+"""`wifi3g`, WiFi + 3G (CS244 '14; Raiciu et al., NSDI 2012, Fig. 4): goodput of TCP
 over WiFi, TCP over 3G and MPTCP over both, against the receive buffer, the
 WiFi loss rate and the WiFi RTT.
 
@@ -148,7 +148,7 @@ def draw(sweep: str, schemes: dict[str, list[Point]], out: Path) -> Drawn:
 
 
 def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
-    """Every E4 figure with at least one run: {sweep: (png, what it shows)}."""
+    """Every `wifi3g` figure with at least one run: {sweep: (png, what it shows)}."""
     drawn = {}
     for sweep, schemes in load(results).items():
         out = plots / SWEEPS[sweep][2]
@@ -158,7 +158,7 @@ def draw_all(results: Path, plots: Path) -> dict[str, tuple[Path, Drawn]]:
 
 # The section's title and what its tables show.
 REPORT_HEAD = """\
-## WiFi + 3G (E4; CS244 '14, NSDI 2012 Fig. 4)
+## WiFi + 3G (`wifi3g`; CS244 '14, NSDI 2012 Fig. 4)
 
 Median goodput (Mb/s) of one-second samples after the warm-up (with
 `--repeats`, the median of the runs' medians); MPTCP's share of bytes on
@@ -169,7 +169,7 @@ paths at 200 KB.
 
 
 def report_lines(results: Path) -> list[str]:
-    """report.md's E4 section: medians per sweep value and scheme."""
+    """report.md's `wifi3g` section: medians per sweep value and scheme."""
     data = load(results)
     lines = section_head(REPORT_HEAD) if data else []
     for sweep, schemes in data.items():

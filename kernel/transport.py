@@ -24,7 +24,7 @@ MPTCP_CLOSE_TIMEOUT_S = 2
 # algorithms, whose small per-subflow windows recover by timeout, stalled
 # whole connections (FatTree(4) one_to_one, LIA with 8 subflows: 75-79 % of
 # optimal and 1-2 thousand reinjected segments per run, against 87 % and
-# under 100 with 4 MB). E4 sets its receiver's buffer itself.
+# under 100 with 4 MB). `wifi3g` sets its receiver's buffer itself.
 TCP_RMEM = "4096 4194304 16777216"
 STALE_LOSS_COUNT = "1000"               # see host_sysctls
 
@@ -71,7 +71,7 @@ def host_sysctls(cc: str) -> dict[str, str]:
         # fast switch-over to a backup path). No path here ever goes dead,
         # but at low link rates a 100-packet queue holds over a second and
         # subflows wait that long routinely: FatTree(6) 4:1 at 1 Mb/s, one
-        # connection per host, MPTCP-4 (README, E8) marked subflows stale 588
+        # connection per host, MPTCP-4 (README, `oversub`) marked subflows stale 588
         # times, the receivers counted 29100 duplicate segments, and MPTCP
         # carried 42.0 Mb/s to TCP's 52.3; with 1000 (in effect never within
         # a run), 4340 duplicates and 52.5 Mb/s. The kernel's documentation

@@ -1,4 +1,4 @@
-"""E5 and E6 (experiments/algorithms.py): the schemes and the figures from
+"""`algorithms` and `hotspot` (experiments/algorithms.py): the schemes and the figures from
 records (the hot link on a real network: test_hotlink.py)."""
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ NONE, FREEZE, HOLD = 0, 1, 2    # kernel/bpf/hold.h's levels
 
 
 @pytest.mark.parametrize("own,others,delay_ms,rwnd_pkts,level", [
-    # E4's shape: WiFi 70 packets per 80 ms; a 3G subflow at 300 ms.
+    # `wifi3g`'s shape: WiFi 70 packets per 80 ms; a 3G subflow at 300 ms.
     # Within 300 ms WiFi sends 262 packets: half of 400 or more, so hold;
     ((10, 300 * MS, 0), [(70, 80 * MS, 0)], 300, 400, HOLD),
     # a quarter of 600 or more but not half: no growth (hold.h's shifts);

@@ -1,4 +1,4 @@
-"""E7, the dual-homed FatTree: its construction and routing (no root), its
+"""`dhft`, the dual-homed FatTree: its construction and routing (no root), its
 workloads, and on the real kernel: one MPTCP connection across both
 interfaces against TCP on one, and a small experiment drawn by plot.py."""
 import json
@@ -179,7 +179,7 @@ def test_small_experiment_draws_both_figures(tmp_path, no_leftovers):
 
 
 def test_figures_from_records_without_root(tmp_path):
-    """plot.py draws both E7 figures from run.json alone: locality at each
+    """plot.py draws both `dhft` figures from run.json alone: locality at each
     run's real share of local flows, load relative to the perfect switch,
     an invalid run marked with its flags."""
     import plot

@@ -43,7 +43,7 @@ def ft4(request, tmp_path_factory):
 def transfer(sweep: Sweep, subflows: int, logdir: Path, seconds: float = 4):
     # The tests share one network: wait until the previous test's connection
     # has stopped sending what its buffers held when its client closed (on
-    # the host, E10 saw 4 Mb/s of such leftovers in the next run's first
+    # the host, `provisioned` saw 4 Mb/s of such leftovers in the next run's first
     # second). Suspected, not shown, in a Debian 13 guest's CI run where the
     # plain TCP test that follows the 8-subflow one carried nothing in 4 s.
     ends = [sweep.fabric.pid(h) for h in (SRC, DST)]

@@ -1,4 +1,4 @@
-"""The hot link (experiments/hotlink.py, E6 and the link-failure experiment)
+"""The hot link (experiments/hotlink.py, `hotspot` and the link-failure experiment)
 and the tap that watches it (monitor/linktap.py), on a real FatTree(4):
 the link slows in both directions and gets its rate back, and the tap sees
 the slowed rate and the connections that crossed it."""

@@ -1,4 +1,4 @@
-"""E8, the 4:1 oversubscribed FatTree (experiments/oversub.py): its
+"""`oversub`, the 4:1 oversubscribed FatTree (experiments/oversub.py): its
 matrices, its uplinks' limit on a real network, a small experiment end to
 end, and its figures from records."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""E9, FatTree, VL2 and BCube side by side (experiments/topologies.py): one
+"""`topologies`, FatTree, VL2 and BCube side by side (experiments/topologies.py): one
 MPTCP connection over BCube's parallel paths, a small experiment end to end,
 and the figures from records."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""E4, WiFi + 3G: the topology and its routing, the sweep's points, and a
+"""`wifi3g`, WiFi + 3G: the topology and its routing, the sweep's points, and a
 small experiment on the real kernel (each scheme on its own paths, MPTCP on
 both), drawn by plot.py."""
 import json
@@ -129,7 +129,7 @@ def test_a_points_repeats_are_drawn_as_the_median_of_their_medians():
 
 @pytest.mark.parametrize("sweep", ["loss", "rtt"])
 def test_figure_from_records_without_root(tmp_path, sweep):
-    """plot.py draws each E4 sweep from run.json alone, invalid runs marked."""
+    """plot.py draws each `wifi3g` sweep from run.json alone, invalid runs marked."""
     import plot
     cfg = Wifi3GConfig(sweeps=(sweep,), wifi_loss_pcts=(0, 2), wifi_rtts_ms=(20, 100))
     for i, p in enumerate(cfg.points()):

@@ -18,7 +18,7 @@ DHFT_MAX_FLOWS = 512
 
 @dataclass(frozen=True)
 class DhftPoint:
-    """One run of E7: a scheme on a traffic matrix."""
+    """One run of `dhft`: a scheme on a traffic matrix."""
     sweep: str            # "locality" (x: fraction of rack-local flows) or "load" (x: connections per host)
     scheme: str           # tcp_dhft, mptcp_dhft or tcp_perfect
     x: float

@@ -39,7 +39,7 @@ class LinkFailureConfig(LongFlowSettings):
 
     @property
     def dhft(self) -> DhftConfig:
-        """The same network as E7 would build (its rack size and checks)."""
+        """The same network as `dhft` would build (its rack size and checks)."""
         return DhftConfig(k=self.k, hosts_per_rack=self.hosts_per_rack, link=self.link,
                           seed=self.seed, fabric=self.fabric, cc=self.cc)
 

@@ -45,7 +45,7 @@ class ManyToOneConfig(LongFlowSettings, KernelSchemes):
     subflows_given: int | None = mptcp_subflows(None, "subflows of a multipath scheme",
                                                 default_text="one per level, k+1")
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
-    # 5 Mb/s, as E9's BCube: the long paths relay through two hosts.
+    # 5 Mb/s, as `topologies`'s BCube: the long paths relay through two hosts.
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
 
     @property

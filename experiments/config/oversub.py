@@ -1,4 +1,4 @@
-"""E8's config: the 4:1 oversubscribed FatTree (paper §4.3.3, Fig. 7-8)."""
+"""`oversub`'s config: the 4:1 oversubscribed FatTree (paper §4.3.3, Fig. 7-8)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ def oversubscribed_hosts(k: int, ratio: int) -> int:
 
 @dataclass(frozen=True)
 class OversubscribedSettings(LongFlowSettings):
-    """Long flows on FatTree(k, oversubscription=ratio): E8 and the short flows."""
+    """Long flows on FatTree(k, oversubscription=ratio): `oversub` and the short flows."""
     k: int = option(4, flag="--k", metavar="K", help="switch arity, 4, 6 or 8")
     ratio: int = option(4, flag="--ratio", metavar="N",
                         help="oversubscription: hosts per rack over its k/2 uplinks, as a multiple")
@@ -52,7 +52,7 @@ class OversubscribedSettings(LongFlowSettings):
 
 @dataclass(frozen=True)
 class OversubPoint:
-    """One run of E8: TCP or MPTCP on one traffic matrix."""
+    """One run of `oversub`: TCP or MPTCP on one traffic matrix."""
     sweep: str            # "load" (x: connections per host) or "locality" (x: rack-local share)
     matrix: str           # permutation or random
     scheme: str           # tcp or mptcp

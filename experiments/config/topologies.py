@@ -1,4 +1,4 @@
-"""E9's config: FatTree, VL2 and BCube side by side (paper §4.3.1, Fig. 4-5)."""
+"""`topologies`'s config: FatTree, VL2 and BCube side by side (paper §4.3.1, Fig. 4-5)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -16,7 +16,7 @@ TOPOLOGY_NAMES = ("fattree", "vl2", "bcube")
 
 @dataclass(frozen=True)
 class TopologyPoint:
-    """One run of E9: a permutation on one network with one subflow count."""
+    """One run of `topologies`: a permutation on one network with one subflow count."""
     topology: str
     subflows: int          # 1: TCP on one path (on BCube, one interface drawn at random)
 
@@ -37,7 +37,7 @@ class TopologiesConfig(SeedsSettings, LongFlowSettings):
     subflows: tuple[int, ...] = option((1, 2, 3, 4, 6, 8), flag="--subflows", metavar="LIST",
                                        help="comma list of subflow counts, 1 = TCP")
     # 5 Mb/s: BCube's hosts relay through each other and its subflows detour;
-    # BCube(3,2) ran at 40-69 % of two cores at 5 Mb/s (README, E9).
+    # BCube(3,2) ran at 40-69 % of two cores at 5 Mb/s (README, `topologies`).
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
 
     def validate(self) -> None:
