@@ -61,20 +61,23 @@ def main(argv: list[str]) -> int:
 
 
 def field_names(point) -> list[str]:
-    """A point's fields; a seed's point (with --seeds) names its own too."""
-    return getattr(point, "field_names", None) or [f.name for f in dataclasses.fields(point)]
+    """A point's fields (a dataclass's or a named tuple's); a seed's point
+    (with --seeds) names its own too; [] for a point without names."""
+    if dataclasses.is_dataclass(point):
+        return getattr(point, "field_names", None) or [f.name for f in dataclasses.fields(point)]
+    return list(getattr(point, "_fields", ()))
 
 
 def varying(points: list) -> list[str]:
     """The fields in which a config's points differ: what tells them apart."""
-    if not points or not dataclasses.is_dataclass(points[0]):
+    if not points:
         return []
     return [n for n in field_names(points[0])
             if len({repr(getattr(p, n)) for p in points}) > 1]
 
 
 def point_text(point, fields: list[str]) -> str:
-    if not dataclasses.is_dataclass(point):
+    if not field_names(point):
         return str(point)
     return ", ".join(f"{n} {getattr(point, n)}" for n in fields) or "the only run"
 

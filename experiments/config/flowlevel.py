@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from base.errors import ConfigError
 from base.options import option
@@ -56,10 +57,15 @@ class FlowLevelConfig:
         return {"k": list(self.ks), "subflows": list(self.subflows), "seeds": list(self.seeds),
                 "models": list(self.models)}
 
-    def points(self) -> list[tuple[int, int]]:
+    def points(self) -> list[FlowLevelPoint]:
         """(k, seed) in the order they are computed: each one permutation,
         every subflow count and model on it (one progress line each)."""
-        return [(k, s) for k in self.ks for s in self.seeds]
+        return [FlowLevelPoint(k, s) for k in self.ks for s in self.seeds]
+
+
+class FlowLevelPoint(NamedTuple):
+    k: int
+    seed: int
 
 
 def check_arities(ks, k_max: int) -> None:
