@@ -8,7 +8,6 @@ its `<top>-seed<S>/` folder."""
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from matplotlib.patches import Patch
 from base import records
 from figures.drawing import Drawn, save_figure
 from figures.experiment_records import read_records
+from figures.seeds import Spread
 from figures.style import INVALID_COLOR, SCHEMES, scheme_style
 
 SEED_DIR = re.compile(r"(.+)-seed(\d+)")
@@ -35,7 +35,7 @@ class Run:
 
 
 @dataclass
-class OverSeeds:
+class OverSeeds(Spread):
     """One point's runs, one per seed, and the seeds it should have."""
     runs: list[Run] = field(default_factory=list)
     seeds: tuple[int, ...] = ()
@@ -43,14 +43,6 @@ class OverSeeds:
     @property
     def values(self) -> list[float]:
         return [r.value for r in self.runs]
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.values)
-
-    @property
-    def sd(self) -> float:
-        return statistics.stdev(self.values) if len(self.values) > 1 else 0.0
 
     @property
     def missing(self) -> list[int]:

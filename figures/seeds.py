@@ -18,22 +18,28 @@ from figures.style import INVALID_COLOR, REFERENCE_COLOR, scheme_style
 TCP, MPTCP = scheme_style("tcp"), scheme_style("mptcp")
 
 
+class Spread:
+    """The mean and sample standard deviation of `values`, one per seed."""
+    values: list[float]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def sd(self) -> float:
+        return statistics.stdev(self.values) if len(self.values) > 1 else 0.0
+
+
 @dataclass
-class OverSeeds:
+class OverSeeds(Spread):
     """One subflow count's runs, one per seed."""
     runs: list[Run]
 
     @property
-    def means(self) -> list[float]:
+    def values(self) -> list[float]:
+        """Each seed's run mean."""
         return [r.mean for r in self.runs]
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.means)
-
-    @property
-    def sd(self) -> float:
-        return statistics.stdev(self.means) if len(self.means) > 1 else 0.0
 
     @property
     def valid(self) -> bool:
@@ -71,8 +77,8 @@ def draw(topology: str, workload: str, points: dict[int, OverSeeds], out: Path) 
                          for n in present], zorder=2)
     for rect, n in zip(bars, present):
         p = points[n]
-        ax.plot([n, n], [min(p.means), max(p.means)], color="black", lw=1.2, zorder=3)
-        ax.plot([n] * len(p.means), p.means, "o", ms=4, mfc="white", mec="black", zorder=4)
+        ax.plot([n, n], [min(p.values), max(p.values)], color="black", lw=1.2, zorder=3)
+        ax.plot([n] * len(p.values), p.values, "o", ms=4, mfc="white", mec="black", zorder=4)
         if not p.valid:
             rect.set_hatch("//")
             ax.text(n, 3, "INVALID\n" + "\n".join(p.flags[:3]), rotation=90, ha="center", va="bottom",
@@ -108,6 +114,6 @@ def report_lines(topology: str, workload: str, points: dict[int, OverSeeds], fig
              "| Subflows | Mean % | sd | Seeds' means % | Valid | Flags |", "|---|---:|---:|---|---|---|"]
     for n, p in points.items():
         lines.append(f"| {subflow_label(n)} | {p.mean:.1f} | {p.sd:.1f} | "
-                     f"{', '.join(f'{m:.1f}' for m in p.means)} | {'yes' if p.valid else '**NO**'} | "
+                     f"{', '.join(f'{m:.1f}' for m in p.values)} | {'yes' if p.valid else '**NO**'} | "
                      f"{', '.join(p.flags)} |")
     return lines + ["", f"![over seeds]({figure.relative_to(results).as_posix()})", ""]

@@ -81,18 +81,28 @@ def within(measured: float, configured: float) -> bool:
     return abs(measured - configured) <= max(0.05 * configured, 1.0) + EMULATION_RTT_SLACK_MS
 
 
+# Ping runs per path. Under full emulation a late reading is taken again: the
+# emulated CPU can lag for seconds (a Debian 12 guest in CI read a 9.23 ms
+# median for 4 ms once), which a wrong delay would not do run after run.
+RTT_ATTEMPTS = 3 if FULL_EMULATION else 1
+
+
 @needs_root
 def test_rtt_matches_configured_delay(network):
     # 25 ms one-way on WiFi (RTT 50), 2 ms on 3G (RTT 4: the 1 ms regime).
     fabric = network(LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=25),
                      LinkParams(bw_mbps=100, queue_pkts=100, delay_ms=2))
     for path, rtt in (("wifi", 50.0), ("3g", 4.0)):
-        rtts = ping_rtts(fabric, path)
-        assert len(rtts) >= 55, f"{path}: only {len(rtts)} of 60 replies"
-        median = statistics.median(rtts)
-        assert within(median, rtt), f"{path}: median RTT {median:.2f} ms, configured {rtt} ms"
-        # No reply can come back faster than the delay (the line never releases early).
-        assert min(rtts) >= rtt - 0.05, f"{path}: a reply in {min(rtts)} ms < {rtt} ms"
+        medians = []
+        for _ in range(RTT_ATTEMPTS):
+            rtts = ping_rtts(fabric, path)
+            assert len(rtts) >= 55, f"{path}: only {len(rtts)} of 60 replies"
+            # No reply can come back faster than the delay (the line never releases early).
+            assert min(rtts) >= rtt - 0.05, f"{path}: a reply in {min(rtts)} ms < {rtt} ms"
+            medians.append(statistics.median(rtts))
+            if within(medians[-1], rtt):
+                break
+        assert within(medians[-1], rtt), f"{path}: median RTTs {medians} ms, configured {rtt} ms"
 
 
 @needs_root

@@ -62,7 +62,10 @@ def pair(request, no_leftovers):
         fabric.stop()
 
 
-ATTEMPTS = 2   # a reading below the expected rate is taken again once
+# A reading below the expected rate is taken again: once, or twice under full
+# emulation, where a Debian 12 guest in CI read 5.98 and 6.10 of 7.65 Mb/s
+# through the 1 ms netem link in a row.
+ATTEMPTS = 3 if FULL_EMULATION else 2
 # The share of the rate a reading must reach. Under full emulation the
 # guest's emulated CPU, not the shaper, can be what stops a flow short: a
 # Debian 12 guest in a clean-clone CI run read 7.09 and 7.06 Mb/s through the
