@@ -91,7 +91,7 @@ class ProvisionedExperiment(Experiment):
         cfg = self.cfg
         return (f"provisioned: 4 paths over 2 long links of {cfg.long.bw_mbps:g} Mb/s, "
                 f"{cfg.long.delay_ms:g} ms one way; local links {cfg.local.bw_mbps:g} Mb/s; "
-                f"fabric {cfg.fabric}; {cfg.time_s:g} s per run, path shares after {cfg.settle_s:g} s; "
+                f"fabric {cfg.fabric}; {cfg.run_s:g} s per run, path shares after {cfg.settle_s:g} s; "
                 f"MPTCP opens its subflows on paths {','.join(str(i + 1) for i in cfg.order)} in turn\n"
                 f"  paths ({'computed: link-disjoint first' if cfg.paths is None else 'as given'}): "
                 + ", ".join(f"{i + 1} {'-'.join(path)}" for i, path in enumerate(cfg.switch_paths))
@@ -127,7 +127,7 @@ class ProvisionedExperiment(Experiment):
         rates = InterfaceRates(net.fabric.pid("h1"))
         line_before = net.delay_line_snapshot()
         try:
-            [outcome] = net.driver.run([flow], mptcp, cfg.time_s, folder, on_started=rates.start,
+            [outcome] = net.driver.run([flow], mptcp, cfg.run_s, folder, on_started=rates.start,
                                        warmup_s=0.0, bind_servers=False)
         finally:
             rates.stop()
@@ -150,7 +150,7 @@ class ProvisionedExperiment(Experiment):
         settled_total = sum(sum(s) for s in settled.values())
         disjoint = sum(sum(settled[f"p{i + 1}"]) for i in p.disjoint)
         # iperf3's last interval is the part-second after the run's length
-        goodput = (outcome.per_second_mbps or [])[:int(cfg.time_s)]
+        goodput = (outcome.per_second_mbps or [])[:int(cfg.run_s)]
         flags = net.health_flags()
         if outcome.error:
             flags.append("handshake_failed" if not outcome.timed_out else "timed_out")
@@ -173,7 +173,7 @@ class ProvisionedExperiment(Experiment):
                 "disjoint_paths": [i + 1 for i in p.disjoint],
                 "cc": self.sender_cc(p), "fabric": cfg.fabric, "bw_mbps": cfg.long.bw_mbps,
                 "delay_ms": cfg.long.delay_ms, "queue_pkts": cfg.long.queue_pkts,
-                "local_bw_mbps": cfg.local.bw_mbps, "time_s": cfg.time_s,
+                "local_bw_mbps": cfg.local.bw_mbps, "time_s": cfg.time_s, "run_s": cfg.run_s,
                 "settle_s": cfg.settle_s, "seed": cfg.seed,
             },
             "goodput_mbps": round(outcome.goodput_mbps, 4),
