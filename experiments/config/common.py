@@ -243,6 +243,17 @@ def check_seed_list(seeds: tuple[int, ...], seed: int) -> None:
         raise ConfigError(f"--seeds: at most {MAX_SEEDS} seeds ({len(seeds)} given)")
 
 
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """--seeds' text: a comma list of whole numbers, not empty (the config checks their range)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise ConfigError("--seeds: give two or more seeds, e.g. 0,1,2")
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"--seeds {text!r}: expected a comma list of whole numbers") from None
+
+
 @dataclass(frozen=True)
 class SeedPoint:
     """One point of one seed's runs, in an experiment run with --seeds."""
@@ -266,7 +277,7 @@ class SeedsSettings:
     seed (a traffic matrix and ECMP hash each), a network each. A config
     with it names one seed's runs `seed_points()`; `points()` is every seed's."""
     seeds: tuple[int, ...] = option((), flag="--seeds", metavar="LIST", low=0, high=SEED_MAX,
-                                    default_text="none: one run of --seed",
+                                    parse=parse_seeds, default_text="none: one run of --seed",
                                     help="comma list of two or more seeds: every point runs once per "
                                          "seed, and the figures draw the mean and each seed")
 
