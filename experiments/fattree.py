@@ -22,7 +22,7 @@ from experiments.config import ConfigError, RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
-                                   first_fit_record, still_rising,
+                                   first_fit_record, still_rising, levelled_outcomes,
                                    flow_key, kernel_counters, run_flags, subflows_by_flow,
                                    subflows_ready)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
@@ -199,13 +199,20 @@ class Sweep:
         repair_log = (self.net.coupled_cc.repair_log(since=log_before[0])
                       if log_before is not None else None)
         monitors.write(folder)
-        record = self._record(rc, matrix, outcomes, monitors.cpu, deltas)
-        record["startup"] = startup_record(
-            clock, client_connections(self.pm), [flow_key(f) for f in flows], rc.subflows,
-            monitors.cpu.samples, monitors.started_at)
-        if clients_started_late(record["startup"], rc.warmup_s, self.driver.clients_send_at_start):
+        startup = startup_record(clock, client_connections(self.pm), [flow_key(f) for f in flows],
+                                 rc.subflows, monitors.cpu.samples, monitors.started_at)
+        warmup, level = rc.warmup_s, None
+        if rc.warmup_levelled:
+            outcomes, level = levelled_outcomes(outcomes, rc.warmup_s, rc.time_s, rc.link.bw_mbps,
+                                                startup["complete_s"])
+            warmup = level["levelled_at_s"]
+        record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, warmup)
+        record["startup"] = startup
+        if level is not None:
+            record["warmup"] = level
+        if clients_started_late(startup, warmup, self.driver.clients_send_at_start):
             record["flags"].append("clients_started_late")
-        record["monitors"] = monitors.summary(from_s=rc.warmup_s)
+        record["monitors"] = monitors.summary(from_s=warmup)
         if rc.schedule_interval_s is not None:
             record["first_fit"] = first_fit_record(self.fabric, rc.schedule_interval_s,
                                                    traffic_from, time.time())
@@ -231,7 +238,8 @@ class Sweep:
                 self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
 
     def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
-                cpu: CpuMonitor, counters: dict[str, int]) -> dict:
+                cpu: CpuMonitor, counters: dict[str, int], warmup: float) -> dict:
+        """`warmup`: where counting started (a levelled warm-up's end)."""
         mptcp = rc.subflows > 1
         subflows = subflows_by_flow(self.pm)
         flows = []
@@ -255,15 +263,15 @@ class Sweep:
             })
         problems = self.net.health_problems()
         flags = run_flags(rc.subflows, flows, outcomes, cpu, counters,
-                          window=(rc.warmup_s, rc.warmup_s + rc.time_s)) + list(problems)
+                          window=(warmup, warmup + rc.time_s)) + list(problems)
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
-        rise = counted_rise_pct(outcomes, rc.warmup_s)
+        rise = counted_rise_pct(outcomes, warmup, rc.time_s)
         if still_rising(rise):
             flags.append("still_rising")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
         return {
-            "config": rc.as_record(),
+            "config": {**rc.as_record(), "warmup_s": warmup},
             **self.environment,
             "baseline_mbps": self.baseline_mbps,
             "baseline_attempts_mbps": self.baseline_attempts,
@@ -339,7 +347,9 @@ class FatTreeExperiment(Experiment):
 
     def describe(self, rc: RunConfig) -> str:
         label = "TCP" if rc.subflows == 1 else f"MPTCP-{rc.subflows}"
-        return f"{rc.topology} {rc.workload} {label}, {rc.time_s:g} s after {rc.warmup_s:g} s warm-up"
+        warmup = (f"the goodput levels (at most {rc.warmup_s:g} s)" if rc.warmup_levelled
+                  else f"{rc.warmup_s:g} s warm-up")
+        return f"{rc.topology} {rc.workload} {label}, {rc.time_s:g} s after {warmup}"
 
     def run_dir(self, rc: RunConfig) -> Path:
         return rc.run_dir(self.cfg.results)
@@ -366,8 +376,10 @@ def traffic_seconds(runs: list[RunConfig]) -> tuple[float, float]:
 def run_summary(record: dict) -> str:
     """A FatTree run's one line: how close to optimal its flows came."""
     s = record["summary"]
-    rise = s.get("rise_pct")
-    return (f"mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
+    rise, level = s.get("rise_pct"), record.get("warmup")
+    counted = (f"counted from {level['levelled_at_s']} s ("
+               + ("levelled" if level["levelled"] else "the cap: not levelled") + "), ") if level else ""
+    return (counted + f"mean {s['mean_pct']:.1f} % of optimal, p10 {s['p10_pct']:.1f} %, "
             f"min {s['min_pct']:.1f} %, cpu {record['cpu_mean_pct']} %"
             + (f", last third {rise:+.1f} % on the first" if rise is not None else ""))
 

@@ -1,11 +1,13 @@
 """What every experiment of long flows reads the same way: the kernel's
 MPTCP counters over all hosts, the path manager's connections per flow, the
 flags that make a run of long flows untrustworthy (among them whether its
-counted window had reached a steady rate), and what the controller's
-first fit did during a run (the FatTree sweep's and the scheduling
-experiment's)."""
+counted window had reached a steady rate), when a levelled warm-up ends,
+and what the controller's first fit did during a run (the FatTree sweep's
+and the scheduling experiment's)."""
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 
 from emulator.fabrics.common import Fabric
@@ -109,11 +111,14 @@ RISE_LIMIT_PCT = 10.0
 RISE_MIN_WINDOW_S = 30
 
 
-def counted_rise_pct(outcomes: list[FlowOutcome], warmup_s: float) -> float | None:
-    """How much the aggregate goodput of the counted window's last third
-    exceeds its first third, in %; None for a window under
-    RISE_MIN_WINDOW_S seconds or one whose first third carried nothing."""
-    series = [o.counted_per_second_mbps(warmup_s) for o in outcomes]
+def counted_rise_pct(outcomes: list[FlowOutcome], warmup_s: float,
+                     time_s: float | None = None) -> float | None:
+    """How much the aggregate goodput of the counted window (`time_s` from
+    `warmup_s`, or all after it) rises from its first third to its last, in
+    %; None for a window under RISE_MIN_WINDOW_S seconds or one whose first
+    third carried nothing."""
+    keep = None if time_s is None else int(round(time_s))
+    series = [o.counted_per_second_mbps(warmup_s)[:keep] for o in outcomes]
     seconds = min((len(s) for s in series), default=0)
     if seconds < RISE_MIN_WINDOW_S:
         return None
@@ -125,6 +130,55 @@ def counted_rise_pct(outcomes: list[FlowOutcome], warmup_s: float) -> float | No
 
 def still_rising(rise_pct: float | None) -> bool:
     return rise_pct is not None and rise_pct > RISE_LIMIT_PCT
+
+
+# The levelled warm-up (the FatTree sweep without --warmup): counting starts
+# at the first second where the aggregate goodput of the last window is not
+# more than LEVEL_TOLERANCE_PCT above the window before it, and once every
+# connection has all its subflows; at the latest at the cap. The window is
+# 5 s at 10 Mb/s, times 10/bw within 5..60 s (at 0.5 Mb/s FatTree(8)'s
+# MPTCP-8 rises for minutes: results/README.md, "FatTree(8)").
+LEVEL_TOLERANCE_PCT = 5.0
+LEVEL_WINDOW_S_AT_10MBPS, LEVEL_WINDOW_MIN_S, LEVEL_WINDOW_MAX_S = 5, 5, 60
+
+
+def level_window_s(bw_mbps: float) -> int:
+    return int(min(LEVEL_WINDOW_MAX_S, max(LEVEL_WINDOW_MIN_S, round(LEVEL_WINDOW_S_AT_10MBPS * 10 / bw_mbps))))
+
+
+def levelled_at(outcomes: list[FlowOutcome], window_s: int, cap_s: float,
+                not_before_s: float = 0.0) -> tuple[int, bool]:
+    """(second counting starts, whether the aggregate levelled by then or
+    the cap was reached)."""
+    series = [o.per_second_mbps or [] for o in outcomes]
+    seconds = min((len(s) for s in series), default=0)
+    aggregate = [sum(s[i] for s in series) for i in range(seconds)]
+    first = max(2 * window_s, math.ceil(not_before_s))
+    for t in range(first, min(int(cap_s), seconds) + 1):
+        before = sum(aggregate[t - 2 * window_s:t - window_s])
+        last = sum(aggregate[t - window_s:t])
+        if 0 < last <= before * (1 + LEVEL_TOLERANCE_PCT / 100):
+            return t, True
+    return int(cap_s), False
+
+
+def levelled_outcomes(outcomes: list[FlowOutcome], cap_s: float, time_s: float, bw_mbps: float,
+                      subflows_complete_s: float | None) -> tuple[list[FlowOutcome], dict]:
+    """The outcomes counted from when the run levelled, and the record of
+    it (run.json's `warmup`)."""
+    window = level_window_s(bw_mbps)
+    start, levelled = levelled_at(outcomes, window, cap_s, subflows_complete_s or 0.0)
+    return [recounted(o, start, time_s) for o in outcomes], {
+        "levelled": levelled, "levelled_at_s": start, "cap_s": cap_s, "window_s": window,
+        "tolerance_pct": LEVEL_TOLERANCE_PCT, "not_before_s": subflows_complete_s}
+
+
+def recounted(outcome: FlowOutcome, start_s: int, time_s: float) -> FlowOutcome:
+    """The outcome counted over [start_s, start_s + time_s) from its
+    one-second intervals."""
+    samples = (outcome.per_second_mbps or [])[start_s:start_s + int(round(time_s))]
+    goodput = sum(samples) / len(samples) if samples else 0.0
+    return dataclasses.replace(outcome, goodput_mbps=round(goodput, 4), seconds=float(len(samples)))
 
 
 def first_fit_record(fabric, interval_s: float, since: float, until: float) -> dict:

@@ -21,8 +21,12 @@ from harness.declared import command
 from harness.shared_options import (PROG, OneLineParser, add_cc_option, add_driver_option,
                                     add_fabric_option, add_link_options, add_results_options,
                                     add_seed_option, add_timing_options, finite, number_list,
-                                    resolve_cc, scaled_warmup_help)
+                                    resolve_cc)
+from experiments.config.common import LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS
 
+LEVELLED_WARMUP_HELP = (
+    "seconds of traffic before counting starts (default: until the aggregate goodput levels, "
+    f"within {LEVEL_CAP_S_AT_10MBPS:g} s at 10 Mb/s times 10/bw, {LEVEL_CAP_MIN_S:g}..{LEVEL_CAP_MAX_S:g} s)")
 # A run drives one iperf3 client and one server per flow; beyond this many
 # flows the machine spends itself on processes (all_to_all at k=6: 2862).
 MAX_FLOWS_PER_RUN = 1024
@@ -41,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
                    help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP (default 1-8)")
     add_timing_options(p, None, "seconds of traffic counted per run, after the warm-up "
                                 "(40 at 10 Mb/s and above; below, 40 x 10/bw up to 120)",
-                       warmup_help=scaled_warmup_help(SweepConfig.warmup_at_10mbps))
+                       warmup_help=LEVELLED_WARMUP_HELP)
     add_link_options(p)
     add_seed_option(p, 0)
     p.add_argument("--seeds", default=None, metavar="LIST",

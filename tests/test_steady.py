@@ -2,7 +2,8 @@
 `still_rising`): the counted window's last third against its first third,
 over all flows' per-second goodput at the receivers."""
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
-from experiments.longflows import RISE_LIMIT_PCT, RISE_MIN_WINDOW_S, counted_rise_pct, still_rising
+from experiments.longflows import (RISE_LIMIT_PCT, RISE_MIN_WINDOW_S, counted_rise_pct, levelled_at,
+                                   levelled_outcomes, still_rising)
 
 
 def outcome(index: int, per_second: list[float]) -> FlowOutcome:
@@ -42,3 +43,26 @@ def test_what_is_not_judged():
     assert counted_rise_pct([outcome(0, [0.0] * 20 + [5.0] * 20)], warmup_s=0) is None
     # A fall is not a ramp.
     assert not still_rising(counted_rise_pct([outcome(0, [9.0] * 20 + [4.0] * 20)], warmup_s=0))
+
+
+# The levelled warm-up (longflows.levelled_at): counting starts where the
+# aggregate of the last window is within 5 % of the window before it.
+def test_counting_starts_when_the_aggregate_levels():
+    ramp = [min(9.0, 0.5 * s) for s in range(60)]       # rises for 18 s, then flat
+    start, levelled = levelled_at([outcome(0, ramp), outcome(1, ramp)], window_s=5, cap_s=40)
+    assert levelled and 18 <= start <= 28, start
+    flat = [9.0] * 60
+    assert levelled_at([outcome(0, flat)], window_s=5, cap_s=40) == (10, True)
+    # Not before every subflow is up, nor after the cap.
+    assert levelled_at([outcome(0, flat)], window_s=5, cap_s=40, not_before_s=12.3) == (13, True)
+    climbing = [float(s) for s in range(60)]
+    assert levelled_at([outcome(0, climbing)], window_s=5, cap_s=30) == (30, False)
+
+
+def test_a_levelled_run_counts_its_time_from_there():
+    series = [min(8.0, 0.4 * s) for s in range(60)] + [0.0] * 5
+    [counted], level = levelled_outcomes([outcome(0, series)], cap_s=30, time_s=20, bw_mbps=10,
+                                         subflows_complete_s=None)
+    assert level["levelled_at_s"] == 28 and level["levelled"] and level["window_s"] == 5
+    # [28, 48): the ramp and the seconds after the counted time are left out.
+    assert counted.seconds == 20 and counted.goodput_mbps == 8.0

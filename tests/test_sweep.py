@@ -41,9 +41,9 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
     # A run that was killed (SIGKILL) left its name in the lock file; the kernel
     # dropped its lock, so this run takes it over and says so.
     LOCK_PATH.write_text(json.dumps({"pid": 2 ** 22 + 1, "command": "run_mptcp.sh 4 (killed)"}))
-    # --warmup 5: the default (15 s) is for the steady rate, which is not what this checks.
+    # No --warmup: counting starts when the goodput levels, within 20 s at 10 Mb/s.
     done = subprocess.run([SCRIPT, "4", "one_to_one", "--subflows", "1,8", "--time", "14",
-                           "--warmup", "5", "--results", str(tmp_path)],
+                           "--results", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "took over the lock of a run that was killed (PID 4194305" in done.stdout
@@ -61,9 +61,16 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
         assert rec["kernel"] and isinstance(rec["valid"], bool) and isinstance(rec["flags"], list)
         assert rec["cpu_mean_pct"] is not None
         assert len(rec["flows"]) == 16
+        # The levelled warm-up: counting began after two 5 s windows, by the
+        # 20 s cap, once every subflow was up; the record's window is where
+        # it counted.
+        level = rec["warmup"]
+        assert rec["config"]["warmup_cap_s"] == level["cap_s"] == 20 and level["window_s"] == 5
+        assert 10 <= level["levelled_at_s"] == rec["config"]["warmup_s"] <= 20, level
+        assert level["levelled_at_s"] >= (rec["startup"]["complete_s"] or 0), (level, rec["startup"])
         for f in rec["flows"]:
             assert FLOW_FIELDS <= f.keys()
-            assert f["goodput_mbps"] > 0
+            assert f["seconds"] == 14 and f["goodput_mbps"] > 0
             assert f["subflows_established"] == n
         # The start-up, from the path manager's events: every connection and
         # all its subflows, within the run (TCP runs have no such events).

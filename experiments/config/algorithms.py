@@ -11,7 +11,7 @@ from base.links import LinkParams
 from base.options import again, check_declared, links, names, option
 from experiments.config.common import (COUPLED_CONGESTION_CONTROLS, LongFlowSettings, WarmupFromRate,
                                        check_cc, check_slowed_link, coupled_cc_supported, default_cc,
-                                       middle_third, mptcp_subflows, warmup_text)
+                                       middle_third, mptcp_subflows, warmup_text, SWEEP_WARMUP_S_AT_10MBPS)
 from experiments.config.fattree import SweepConfig
 
 # The paper's algorithms (Section 3, Fig. 9-11) as (congestion control,
@@ -73,7 +73,7 @@ class CcCompareConfig(WarmupFromRate, KernelSchemes):
     traffic matrix for all. For `hotspot`, one core link runs at
     `hot_factor` of its rate during the middle third of the counted time.
     Its runs are the FatTree sweep's, so they take the sweep's warm-up."""
-    warmup_at_10mbps = SweepConfig.warmup_at_10mbps     # a class constant, not a field
+    warmup_at_10mbps = SWEEP_WARMUP_S_AT_10MBPS     # a class constant, not a field
     DEFAULT_SCHEMES = tuple(CC_SCHEMES)                 # those this kernel can run
     experiment: str = "algorithms"
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
@@ -83,7 +83,7 @@ class CcCompareConfig(WarmupFromRate, KernelSchemes):
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
     warmup_s: float | None = again(LongFlowSettings, "warmup_s", None,
-                                   default_text=warmup_text(SweepConfig.warmup_at_10mbps))
+                                   default_text=warmup_text(SWEEP_WARMUP_S_AT_10MBPS))
     seed: int = again(LongFlowSettings, "seed", 0)
     fabric: str = again(LongFlowSettings, "fabric", "l3")
     hot_factor: float = option(0.1, flag="--hot-factor", metavar="SHARE",

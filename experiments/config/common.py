@@ -29,16 +29,26 @@ MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
 # Warm-up before goodput is counted, at 10 Mb/s; scaled with the link rate
 # because what has to settle (slow start, subflow joins, queues filling) takes
 # a number of packets, not of seconds.
-# The FatTree sweep's: MPTCP-8 on FatTree(4) at 10 Mb/s rises for about 15 s
-# before it holds its rate, with either driver (README, "What a run is",
-# item 6; bench/README.md, "The ramp"). TCP holds its rate from the start.
-# algorithms and hotspot run the sweep's own runs and take it too.
+# algorithms and hotspot (the FatTree sweep's runs with a fixed warm-up):
+# MPTCP-8 on FatTree(4) at 10 Mb/s rises for about 15 s before it holds its
+# rate, with either driver (bench/README.md, "The ramp").
 SWEEP_WARMUP_S_AT_10MBPS = 15.0
 # Every other experiment of long flows keeps 5 s, the length its own
 # measurements were made with; how long their networks take to settle has
 # not been measured again.
 WARMUP_S_AT_10MBPS = 5.0
 WARMUP_MIN_S, WARMUP_MAX_S = 2.0, 20.0
+
+
+# The FatTree sweep without --warmup counts from when its aggregate goodput
+# levels (experiments/longflows.py, levelled_at), at the latest after this
+# cap: 20 s at 10 Mb/s (MPTCP-8 on FatTree(4) rises for about 15 s), times
+# 10/bw, within 20..300 s. A run lasts the cap and --time.
+LEVEL_CAP_S_AT_10MBPS, LEVEL_CAP_MIN_S, LEVEL_CAP_MAX_S = 20.0, 20.0, 300.0
+
+
+def level_cap_s(bw_mbps: float) -> float:
+    return round(min(LEVEL_CAP_MAX_S, max(LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS * 10.0 / bw_mbps)), 1)
 
 
 def default_warmup_s(bw_mbps: float, at_10mbps: float = WARMUP_S_AT_10MBPS) -> float:

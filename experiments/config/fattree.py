@@ -9,10 +9,11 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS, SWEEP_WARMUP_S_AT_10MBPS,
-                                       RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s, WarmupFromRate,
+from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS,
+                                       RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s,
                                        machine_cc, check_run_settings, check_subflow_counts, check_driver,
-                                       WARMUP_MAX_S, check_seed_list)
+                                       check_seed_list, level_cap_s,
+                                       LEVEL_CAP_S_AT_10MBPS, LEVEL_CAP_MIN_S, LEVEL_CAP_MAX_S)
 
 # The controller's first fit: the paper's Fig. 13 runs it every 5 s down to
 # 100 ms. Half that is the shortest allowed: nothing shorter was tried here,
@@ -32,7 +33,8 @@ class RunConfig:
     seed: int
     fabric: str
     cc: str
-    warmup_s: float = 0.0      # seconds of traffic before counting starts
+    warmup_s: float = 0.0      # seconds of traffic before counting starts (levelled: at most)
+    warmup_levelled: bool = False   # counting starts when the goodput levels, by warmup_s
     monitor_interval_s: float = 1.0
     fabric_note: str = ""      # why this fabric, when it was chosen by default
     cc_note: str = ""          # why this congestion control, when the default fell back
@@ -65,6 +67,7 @@ class RunConfig:
             "offload": self.link.offload,
             "time_s": self.time_s,
             "warmup_s": self.warmup_s,
+            **({"warmup_cap_s": self.warmup_s} if self.warmup_levelled else {}),
             "monitor_interval_s": self.monitor_interval_s,
             "seed": self.seed,
             "fabric": self.fabric,
@@ -80,9 +83,8 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
-class SweepConfig(WarmupFromRate):
+class SweepConfig:
     """Everything `run_mptcp.sh` was asked to do."""
-    warmup_at_10mbps = SWEEP_WARMUP_S_AT_10MBPS     # a class constant, not a field
     k: int
     workloads: tuple[str, ...] = ("one_to_one",)
     subflows: tuple[int, ...] = tuple(range(1, MAX_SUBFLOWS + 1))
@@ -92,7 +94,7 @@ class SweepConfig(WarmupFromRate):
     fabric: str = "l3"
     cc: str = field(default_factory=machine_cc)
     results: Path = Path("results")
-    warmup_s: float | None = None     # None: default_warmup_s(link rate)
+    warmup_s: float | None = None     # None: levelled, within level_cap_s(link rate)
     force: bool = False               # go on where the capacity guard refuses
     recalibrate: bool = False         # measure the capacity guard's cost again first
     monitor_interval_s: float = 1.0   # sampling period of every monitor
@@ -108,6 +110,16 @@ class SweepConfig(WarmupFromRate):
         return self.seeds or (self.seed,)
 
     @property
+    def levelled(self) -> bool:
+        """Without --warmup, counting starts when the goodput levels."""
+        return self.warmup_s is None
+
+    @property
+    def warmup(self) -> float:
+        """The fixed warm-up, or the levelled one's cap."""
+        return level_cap_s(self.link.bw_mbps) if self.warmup_s is None else self.warmup_s
+
+    @property
     def counted(self) -> float:
         """Seconds of traffic counted per run, after the warm-up."""
         return default_run_s(self.link.bw_mbps) if self.time_s is None else self.time_s
@@ -118,11 +130,14 @@ class SweepConfig(WarmupFromRate):
         if self.time_s is not None and self.warmup_s is not None:
             return ""
         drain_ms = self.link.queue_pkts * 1514 * 8 / (self.link.bw_mbps * 1e3)
-        return (f"run length: {self.counted:g} s counted after {self.warmup:g} s warm-up, "
+        warmup = (f"a warm-up that ends when the goodput levels, within {self.warmup:g} s "
+                  f"({LEVEL_CAP_S_AT_10MBPS:g} s at 10 Mb/s, times 10/bw, within "
+                  f"{LEVEL_CAP_MIN_S:g}..{LEVEL_CAP_MAX_S:g} s)" if self.levelled
+                  else f"{self.warmup:g} s warm-up")
+        return (f"run length: {self.counted:g} s counted after {warmup}; the counted time is "
                 f"scaled to the link rate to hold about as many round trips as at 10 Mb/s "
-                f"({RUN_S_AT_10MBPS:g} s after {self.warmup_at_10mbps:g} s, times 10/bw, capped at "
-                f"{RUN_MAX_S:g} s and {WARMUP_MAX_S:g} s); a full {self.link.queue_pkts}-packet "
-                f"queue drains in {drain_ms:.0f} ms here")
+                f"({RUN_S_AT_10MBPS:g} s, times 10/bw, capped at {RUN_MAX_S:g} s); a full "
+                f"{self.link.queue_pkts}-packet queue drains in {drain_ms:.0f} ms here")
 
     def validate(self) -> None:
         self.link.validate()    # first: the default run lengths divide by its rate
@@ -157,7 +172,8 @@ class SweepConfig(WarmupFromRate):
         """Seed by seed (a network each), then workloads and subflow counts."""
         return [RunConfig(k=self.k, workload=w, subflows=n, link=self.link, time_s=self.counted,
                           seed=s, fabric=self.fabric, cc=self.cc,
-                          warmup_s=self.warmup, monitor_interval_s=self.monitor_interval_s,
+                          warmup_s=self.warmup, warmup_levelled=self.levelled,
+                          monitor_interval_s=self.monitor_interval_s,
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
                           schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
                           notsent_lowat=self.notsent_lowat)
