@@ -43,6 +43,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.cli import add_shared_bottleneck_options  # noqa: E402
 from experiments.fairness import TwoPathCase, jittered_access  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 from kernel.transport import counter_delta, read_netstat  # noqa: E402
@@ -197,10 +198,7 @@ def print_counters(before: dict[str, dict[str, int]], after: dict[str, dict[str,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--queue", type=int, default=25)
-    ap.add_argument("--time", type=float, default=30.0)
-    ap.add_argument("--warmup", type=float, default=5.0)
-    ap.add_argument("--cc", default="reno", help="the MPTCP connection's (reno)")
+    add_shared_bottleneck_options(ap)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--jitter-ms", type=float, default=0.0)
     args = ap.parse_args()

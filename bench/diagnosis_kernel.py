@@ -103,6 +103,24 @@ def _fields(body: bytes, start: int, end: int, layout, into: dict) -> None:
             into[name] = st.unpack_from(body, start + off)[0]
 
 
+def _diag_attr(body: bytes, kind: int) -> tuple[int, int] | None:
+    """(start, end) of the reply's top-level attribute `kind`, if present."""
+    return nl.attr_at(body, _DIAG_MSG.size, len(body), kind)
+
+
+def _record(body: bytes, layout) -> dict | None:
+    """The reply's header and its INET_DIAG_INFO struct's `layout` fields;
+    None if not IPv4 or without that struct."""
+    rec = _header(body)
+    if rec is None:
+        return None
+    info = _diag_attr(body, INET_DIAG_INFO)
+    if info is None:
+        return None
+    _fields(body, *info, layout, rec)
+    return rec
+
+
 def tcp_layout(names) -> list[tuple[str, struct.Struct, int]]:
     """The tcp_info fields `names` only (a sampler's faster parse)."""
     return [f for f in _TCP_FIELDS if f[0] in set(names)]
@@ -113,15 +131,10 @@ def parse_tcp_diag(body: bytes, layout=None) -> dict | None:
     field, or those of `layout`); None if not IPv4 or without tcp_info.
     `token` (the local token of its MPTCP connection) only for an MPTCP
     subflow."""
-    rec = _header(body)
+    rec = _record(body, _TCP_FIELDS if layout is None else layout)
     if rec is None:
         return None
-    end = len(body)
-    info = nl.attr_at(body, _DIAG_MSG.size, end, INET_DIAG_INFO)
-    if info is None:
-        return None
-    _fields(body, *info, _TCP_FIELDS if layout is None else layout, rec)
-    ulp = nl.attr_at(body, _DIAG_MSG.size, end, INET_DIAG_ULP_INFO)
+    ulp = _diag_attr(body, INET_DIAG_ULP_INFO)
     mptcp = nl.attr_at(body, *ulp, INET_ULP_INFO_MPTCP) if ulp else None
     if mptcp:
         for kind, name in ((SUBFLOW_ATTR_TOKEN_LOC, "token"), (SUBFLOW_ATTR_TOKEN_REM, "token_rem"),
@@ -135,15 +148,10 @@ def parse_tcp_diag(body: bytes, layout=None) -> dict | None:
 def parse_mptcp_diag(body: bytes) -> dict | None:
     """A sock_diag reply for an MPTCP socket -> its record (mptcp_info and
     the socket's memory, SKMEMINFO's names)."""
-    rec = _header(body)
+    rec = _record(body, _MPTCP_FIELDS)
     if rec is None:
         return None
-    end = len(body)
-    info = nl.attr_at(body, _DIAG_MSG.size, end, INET_DIAG_INFO)
-    if info is None:
-        return None
-    _fields(body, *info, _MPTCP_FIELDS, rec)
-    mem = nl.attr_at(body, _DIAG_MSG.size, end, INET_DIAG_SKMEMINFO)
+    mem = _diag_attr(body, INET_DIAG_SKMEMINFO)
     if mem:
         values = struct.unpack_from(f"={(mem[1] - mem[0]) // 4}I", body, mem[0])
         rec.update(zip(SKMEMINFO, values))

@@ -124,18 +124,10 @@ class KernelTrace(Sampler):
         self.ss_check: dict | None = None
 
     def open(self) -> None:
-        try:
-            for host, pid in self.hosts.items():
-                if host not in self._socks:
-                    self._socks[host] = nl.DumpSocket(pid, nl.NETLINK_SOCK_DIAG)
-        except BaseException:
-            self.close()
-            raise
+        nl.open_dump_sockets(self._socks, self.hosts, nl.NETLINK_SOCK_DIAG)
 
     def close(self) -> None:
-        socks, self._socks = self._socks, {}
-        for s in socks.values():
-            s.close()
+        nl.close_dump_sockets(self._socks)
 
     def _sample(self) -> None:
         started = time.monotonic()

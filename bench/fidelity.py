@@ -23,12 +23,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.cli import exit_timed  # noqa: E402
 from experiments import capacity  # noqa: E402
 from harness.options import parse_subflows  # noqa: E402
 from experiments.config import LinkParams, SweepConfig  # noqa: E402
@@ -130,11 +130,4 @@ def report(k: int, cfg: SweepConfig, runs: dict[int, list[dict]], sweeps) -> Non
 
 
 if __name__ == "__main__":
-    t0 = time.monotonic()
-    try:
-        status = main()
-    except KeyboardInterrupt:
-        print("interrupted; every sweep cleaned up after itself", file=sys.stderr)
-        status = 130
-    print(f"benchmark wall time {time.monotonic() - t0:.0f} s")
-    sys.exit(status)
+    exit_timed(main, "interrupted; every sweep cleaned up after itself")

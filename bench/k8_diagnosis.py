@@ -51,7 +51,6 @@ import argparse
 import gzip
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +60,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import diagnosis_paths as dp  # noqa: E402
 import diagnosis_report as dr  # noqa: E402
 from diagnosis_trace import KernelTrace, TraceDuringRun, trace_record  # noqa: E402
+from bench.cli import exit_timed  # noqa: E402
 
 COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtOFOQueue", "MPTcpExtOFOQueueTail", "MPTcpExtOFOMerge",
             "MPTcpExtRcvWndShared", "MPTcpExtRcvWndConflict", "MPTcpExtRcvWndConflictUpdate",
@@ -330,18 +330,17 @@ def reanalyse(out: Path) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    t0 = time.monotonic()
+def main_or_failed() -> int:
+    """main(), with a failed run as status 1."""
     try:
-        status = main()
-    except KeyboardInterrupt:
-        print("interrupted; the sweep removed its network and processes", file=sys.stderr)
-        status = 130
+        return main()
     except Exception as exc:            # the sweep has cleaned up by now
         from experiments.runner import SweepError
         if not isinstance(exc, SweepError):
             raise
         print(f"run failed: {exc}", file=sys.stderr)
-        status = 1
-    print(f"benchmark wall time {time.monotonic() - t0:.0f} s")
-    sys.exit(status)
+        return 1
+
+
+if __name__ == "__main__":
+    exit_timed(main_or_failed, "interrupted; the sweep removed its network and processes")

@@ -35,6 +35,7 @@ from tempfile import TemporaryDirectory
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.cli import add_shared_bottleneck_options  # noqa: E402
 from experiments.fairness import TwoPathCase  # noqa: E402
 from emulator.keepawake import KeepAwake  # noqa: E402
 
@@ -190,10 +191,7 @@ def report(files: dict[str, Path], gap_s: float) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--queue", type=int, default=25)
-    ap.add_argument("--time", type=float, default=30.0)
-    ap.add_argument("--warmup", type=float, default=5.0)
-    ap.add_argument("--cc", default="reno", help="the MPTCP connection's (reno)")
+    add_shared_bottleneck_options(ap)
     ap.add_argument("--gap-ms", type=float, default=0.6)
     ap.add_argument("--capture", nargs=3, metavar=("IFACE", "SECONDS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()

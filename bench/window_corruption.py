@@ -177,20 +177,24 @@ def run_once(scheme: str, args, results: Path) -> None:
                   + (f": the low half of kernel text address {0xFFFFFFFF00000000 | value:#x}, {sym}" if sym else ""))
 
 
+def names(text: str) -> list[str]:
+    """A comma list's names, empty ones dropped."""
+    return [s for s in text.split(",") if s]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--schemes", default="uncoupled,lia")
+    ap.add_argument("--schemes", type=names, default="uncoupled,lia")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--time", type=float, default=60.0)
     ap.add_argument("--out", type=Path, default=None, help="keep the runs here")
     args = ap.parse_args()
-    schemes = [s for s in args.schemes.split(",") if s]
     with KeepAwake(), TemporaryDirectory() as tmp:
         out = args.out or Path(tmp)
         try:
             for rep in range(args.repeat):
-                for scheme in schemes:
+                for scheme in args.schemes:
                     print(f"run {rep + 1}/{args.repeat}, {scheme}", flush=True)
                     run_once(scheme, args, out / f"rep{rep}")
         except WatchError as exc:

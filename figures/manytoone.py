@@ -58,32 +58,43 @@ def _subtitle(runs: dict[str, Run]) -> str:
             + f"; {c['time_s']:g} s after {c['warmup_s']:g} s warm-up{driver_text(c)}")
 
 
+def _bars(ax, runs: dict[str, Run], values: list[float], **bar) -> np.ndarray:
+    """A bar per scheme in its colour, hatched where the run is invalid;
+    returns the bars' positions."""
+    xs = np.arange(len(runs))
+    ax.bar(xs, values, color=[STYLE[s].colour for s in runs], width=0.6, alpha=0.85,
+           hatch=[None if r.valid else "//" for r in runs.values()], **bar)
+    return xs
+
+
+def _label_bars(ax, runs: dict[str, Run], xs, values: list[float], fmt: str,
+                above: float = 0.0, va: str = "baseline") -> None:
+    """Each bar's value over it and its scheme's name under it."""
+    for x, v in zip(xs, values):
+        ax.text(x, v + above, f"{v:{fmt}}", ha="center", va=va, fontsize=8)
+    ax.set_xticks(xs, [STYLE[s].label for s in runs], fontsize=8)
+
+
 def draw(runs: dict[str, Run], out: Path) -> Drawn:
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6), layout="constrained",
                                       gridspec_kw={"width_ratios": [3, 2]})
-    xs = np.arange(len(runs))
-    names = [STYLE[s].label for s in runs]
-    colors = [STYLE[s].colour for s in runs]
-    left.bar(xs, [r.pct for r in runs.values()], color=colors, width=0.6, alpha=0.85,
-             hatch=[None if r.valid else "//" for r in runs.values()], label="here: mean per host")
+    read = [r.pct for r in runs.values()]
+    xs = _bars(left, runs, read, label="here: mean per host")
     left.scatter(xs, [r.min_pct for r in runs.values()], marker="v", color="black", zorder=3,
                  label="here: the least-served host")
     paper = [(x, PAPER_READ_PCT[s]) for x, s in zip(xs, runs) if s in PAPER_READ_PCT]
     left.scatter([x for x, _ in paper], [v for _, v in paper], marker="_", s=700, color="black",
                  zorder=3, label="paper's table (htsim, BCube(4,3))")
-    for x, r in zip(xs, runs.values()):
-        left.text(x, r.pct + 1.5, f"{r.pct:.0f}", ha="center", fontsize=8)
-    left.set_xticks(xs, names, fontsize=8)
+    # Labelled after the markers, so that the values are drawn over them.
+    _label_bars(left, runs, xs, read, ".0f", above=1.5)
     left.set_ylabel("per-host read rate, % of its interfaces")
     left.set_ylim(0, 125)
     left.grid(alpha=0.3, axis="y")
     left.legend(loc="upper center", fontsize=7, ncol=3)
     left.set_title("What each host reads", fontsize=9)
-    right.bar(xs, [r.relayed for r in runs.values()], color=colors, width=0.6, alpha=0.85,
-              hatch=[None if r.valid else "//" for r in runs.values()])
-    for x, r in zip(xs, runs.values()):
-        right.text(x, r.relayed, f"{r.relayed:.2f}", ha="center", va="bottom", fontsize=8)
-    right.set_xticks(xs, names, fontsize=8)
+    relayed = [r.relayed for r in runs.values()]
+    _bars(right, runs, relayed)
+    _label_bars(right, runs, xs, relayed, ".2f", va="bottom")
     right.set_ylabel("datagrams relayed per datagram sent")
     right.grid(alpha=0.3, axis="y")
     right.set_title("Traffic on the long paths (hosts' Ip ForwDatagrams)", fontsize=9)

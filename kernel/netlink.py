@@ -219,6 +219,26 @@ class DumpSocket:
         self.sock.close()
 
 
+def open_dump_sockets(socks: dict[str, DumpSocket], ns_pids: dict[str, int], protocol: int) -> None:
+    """Give `socks` a DumpSocket for each namespace of `ns_pids` (name -> pid)
+    it lacks; if one cannot be made, close them all and raise."""
+    try:
+        for name, pid in ns_pids.items():
+            if name not in socks:
+                socks[name] = DumpSocket(pid, protocol)
+    except BaseException:
+        close_dump_sockets(socks)
+        raise
+
+
+def close_dump_sockets(socks: dict[str, DumpSocket]) -> None:
+    """Close every socket of `socks`, emptied first: none stays there closed."""
+    closing = list(socks.values())
+    socks.clear()
+    for s in closing:
+        s.close()
+
+
 def attr_at(buf: bytes, start: int, end: int, kind: int) -> tuple[int, int] | None:
     """(start, end) of the payload of the first attribute `kind` among the
     attributes in buf[start:end]. Offsets, not slices: the monitors parse

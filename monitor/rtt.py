@@ -186,18 +186,11 @@ class RttMonitor(Sampler):
     def open(self) -> None:
         # Only senders are sampled: their sockets' RTT is what their
         # congestion control acts on.
-        try:
-            for host in self._by_src:
-                if host not in self._socks:
-                    self._socks[host] = nl.DumpSocket(self.hosts[host], nl.NETLINK_SOCK_DIAG)
-        except BaseException:
-            self.close()
-            raise
+        senders = {host: self.hosts[host] for host in self._by_src}
+        nl.open_dump_sockets(self._socks, senders, nl.NETLINK_SOCK_DIAG)
 
     def close(self) -> None:
-        socks, self._socks = self._socks, {}
-        for s in socks.values():
-            s.close()
+        nl.close_dump_sockets(self._socks)
 
     def _reset(self) -> None:
         self.samples = []
