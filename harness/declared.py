@@ -10,6 +10,7 @@ from pathlib import Path
 
 from base.files import check_folder_path
 from base.links import LinkParams
+from base.errors import ConfigError
 from base.options import KEY, LINKS, Option, convert, declared, kind_of
 from experiments.config.common import default_cc
 from harness.shared_options import add_results_options, subcommand_parser
@@ -61,8 +62,31 @@ def add_options(p: argparse.ArgumentParser, cls) -> None:
             _add(p, f, f.metadata[KEY], f.name, _default(f))
 
 
+def add_positionals(p: argparse.ArgumentParser, cls) -> None:
+    """Options a config also takes as words (`POSITIONALS`: field -> metavar),
+    each optional, in order: `run_mptcp.sh 8 all`."""
+    for name, metavar in getattr(cls, "POSITIONALS", {}).items():
+        p.add_argument(f"{name}.word", nargs="?", default=None, metavar=metavar,
+                       help=f"as {_option_of(cls, name).flag}")
+
+
+def _option_of(cls, name: str) -> Option:
+    return next(opt for f, opt in declared(cls) if f.name == name)
+
+
+def _from_words(cls, args: argparse.Namespace) -> None:
+    """A positional word stands for its option; given both ways, they must agree."""
+    for name, metavar in getattr(cls, "POSITIONALS", {}).items():
+        word, flagged = getattr(args, f"{name}.word", None), getattr(args, name, None)
+        if word is not None and flagged is not None and word != flagged:
+            raise ConfigError(f"{metavar} {word} and {_option_of(cls, name).flag} {flagged}: give it once")
+        if word is not None:
+            setattr(args, name, word)
+
+
 def given(cls, args: argparse.Namespace) -> dict:
     """The fields the command line set, converted and range-checked."""
+    _from_words(cls, args)
     values: dict = {}
     for f in dataclasses.fields(cls):
         if LINKS in f.metadata:
@@ -75,13 +99,16 @@ def given(cls, args: argparse.Namespace) -> dict:
     return values
 
 
-def command(name: str, cls):
+def command(name: str, cls, prog: str | None = None, epilog=None):
     """(parser, config_from) of an experiment whose options its config
     declares; the config's docstring, what the experiment does, is its
     --help's description. A config may define `resolve(given) -> notes` to
-    fill defaults that depend on this kernel (its schemes) before it is built."""
+    fill defaults that depend on this machine (its schemes, fabric) before
+    it is built. `epilog`: a function giving text for the end of --help."""
     def parser() -> argparse.ArgumentParser:
-        p = subcommand_parser(name, " ".join(cls.__doc__.split()))
+        p = subcommand_parser(name, " ".join(cls.__doc__.split()), prog=prog,
+                              epilog=epilog() if epilog else None)
+        add_positionals(p, cls)
         add_options(p, cls)
         add_results_options(p)
         return p
@@ -91,9 +118,12 @@ def command(name: str, cls):
         check_folder_path(args.results, "--results")
         values = given(cls, args)
         notes = list(args.notes)
-        if "cc" in {f.name for f, _ in declared(cls)} and "cc" not in values:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        if "cc" in fields and "cc" not in values:
             values["cc"], note = default_cc()
-            if "cc" not in getattr(cls, "HIDDEN_OPTIONS", ()):
+            if "cc_note" in fields:         # kept by the config: its runs record it
+                values["cc_note"] = note
+            elif "cc" not in getattr(cls, "HIDDEN_OPTIONS", ()):
                 notes.append(note)
         if hasattr(cls, "resolve"):
             notes += cls.resolve(values)

@@ -120,19 +120,20 @@ def test_defaults_and_lists():
         config_from_args(["4", "--subflows", "a"])
 
 
-@pytest.mark.parametrize("bw, counted, warmup", [
-    (10, 40, 15), (100, 40, 2), (20, 40, 7.5), (5, 80, 20), (2, 120, 20), (1, 120, 20)])
-def test_run_length_scales_with_round_trips_below_10mbps(bw, counted, warmup):
+@pytest.mark.parametrize("bw, counted, cap", [
+    (10, 40, 20), (100, 40, 20), (20, 40, 20), (5, 80, 40), (2, 120, 100), (1, 120, 200), (0.5, 120, 300)])
+def test_run_length_scales_with_round_trips_below_10mbps(bw, counted, cap):
     """Queues are in packets, so a round trip lasts 10/bw times as long as at
-    10 Mb/s: the default window and warm-up grow by that, up to their caps,
-    and the run says so; given lengths are kept as given."""
+    10 Mb/s: the default window and the levelled warm-up's cap grow by that,
+    up to their caps, and the run says so; given lengths are kept as given."""
     cfg, args = config_from_args(["4", "--bw", str(bw)])
-    assert (cfg.counted, cfg.warmup) == (counted, warmup)
-    assert {rc.time_s for rc in cfg.runs()} == {counted}
+    assert (cfg.counted, cfg.warmup, cfg.levelled) == (counted, cap, True)
+    assert {(rc.time_s, rc.warmup_s, rc.warmup_levelled) for rc in cfg.runs()} == {(counted, cap, True)}
     [note] = [n for n in cli._notes(cfg, args) if n.startswith("run length")]
-    assert f"{counted:g} s counted after {warmup:g} s warm-up" in note
+    assert f"{counted:g} s counted after a warm-up that ends when the goodput levels, within {cap:g} s" in note
     cfg, args = config_from_args(["4", "--bw", str(bw), "--time", "7", "--warmup", "3"])
-    assert (cfg.counted, cfg.warmup) == (7, 3)
+    assert (cfg.counted, cfg.warmup, cfg.levelled) == (7, 3, False)
+    assert not cfg.runs()[0].warmup_levelled
     assert not [n for n in cli._notes(cfg, args) if n.startswith("run length")]
 
 

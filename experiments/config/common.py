@@ -9,7 +9,7 @@ from typing import Any
 
 from base.errors import ConfigError
 from base.links import LinkParams
-from base.options import check_declared, check_value, declared, links, one_of_list, option
+from base.options import check_declared, links, one_of_list, option
 from base.platform import btf_has, openvswitch_kernel_datapath
 from kernel.coupled_cc import COUPLED
 
@@ -222,22 +222,6 @@ class LongFlowSettings(Settings, WarmupFromRate):
         """These settings as a run's record has them (its config; the runner adds the driver)."""
         return {"bw_mbps": self.link.bw_mbps, "queue_pkts": self.link.queue_pkts, "time_s": self.time_s,
                 "warmup_s": self.warmup, "seed": self.seed, "fabric": self.fabric, "cc": self.cc}
-
-
-def check_run_settings(time_s: float, warmup_s: float | None, fabric: str, cc: str,
-                       seed: int = 0) -> None:
-    """What every experiment of long flows checks the same way (the FatTree
-    sweep's too): as LongFlowSettings declares them."""
-    for name, value in (("seed", seed), ("time_s", time_s), ("warmup_s", warmup_s), ("fabric", fabric)):
-        check_value(_LONG_FLOW_OPTIONS[name], value)
-    check_cc(cc)
-
-
-def check_driver(driver: str) -> None:
-    check_value(_LONG_FLOW_OPTIONS["driver"], driver)
-
-
-_LONG_FLOW_OPTIONS = {f.name: opt for f, opt in declared(LongFlowSettings)}
 
 
 def check_seed_list(seeds: tuple[int, ...], seed: int) -> None:

@@ -3,23 +3,28 @@ written verbatim into its run.json)."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.common import (WORKLOADS, MAX_SUBFLOWS,
-                                       RUN_S_AT_10MBPS, RUN_MAX_S, default_run_s,
-                                       machine_cc, check_run_settings, check_subflow_counts, check_driver,
-                                       check_seed_list, level_cap_s,
-                                       LEVEL_CAP_S_AT_10MBPS, LEVEL_CAP_MIN_S, LEVEL_CAP_MAX_S)
+from base.options import again, links, option
+from dctopo.workloads import flow_count
+from experiments.config.common import (LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS, MAX_SUBFLOWS,
+                                       RUN_MAX_S, RUN_S_AT_10MBPS, WORKLOADS, LongFlowSettings,
+                                       SeedsSettings, check_seed_list, check_subflow_counts,
+                                       default_fabric, default_run_s, level_cap_s)
 
 # The controller's first fit: the paper's Fig. 13 runs it every 5 s down to
 # 100 ms. Half that is the shortest allowed: nothing shorter was tried here,
 # and a round must have the switches' flow statistics back before the next.
 MIN_SCHEDULE_S, MAX_SCHEDULE_S = 0.05, 60.0
 MAX_NOTSENT_LOWAT = 2 ** 31 - 1
+MAX_K = 16
+# A run drives one iperf3 client and one server per flow; beyond this many
+# flows the machine spends itself on processes (all_to_all at k=6: 2862).
+MAX_FLOWS_PER_RUN = 1024
 
 
 @dataclass(frozen=True)
@@ -82,28 +87,87 @@ class RunConfig:
         }
 
 
+def parse_subflows(text: str) -> tuple[int, ...]:
+    """--subflows: a comma list of counts or ranges, "1,4-6,8"."""
+    counts: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            lo_n, hi_n = int(lo), int(hi or lo)
+        except ValueError:
+            raise ConfigError(f"--subflows {text!r}: expected numbers like 1,4,8 or 1-8") from None
+        # Checked before the range is expanded: 1-999999999999 is not a list to build.
+        check_subflow_counts((lo_n, hi_n))
+        if hi_n < lo_n:
+            raise ConfigError(f"--subflows {part.strip()}: a range goes from low to high")
+        counts += range(lo_n, hi_n + 1)
+    return tuple(dict.fromkeys(counts))
+
+
+def parse_arity(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ConfigError(f"k={text!r}: the FatTree arity must be an even number >= 4") from None
+
+
+def parse_workloads(text: str) -> tuple[str, ...]:
+    """The workload, or "all" of them."""
+    return WORKLOADS if text == "all" else tuple(w.strip() for w in text.split(",") if w.strip())
+
+
 @dataclass(frozen=True)
-class SweepConfig:
-    """Everything `run_mptcp.sh` was asked to do."""
-    k: int
-    workloads: tuple[str, ...] = ("one_to_one",)
-    subflows: tuple[int, ...] = tuple(range(1, MAX_SUBFLOWS + 1))
-    link: LinkParams = field(default_factory=LinkParams)
-    time_s: float | None = None       # None: default_run_s(link rate)
-    seed: int = 0
-    fabric: str = "l3"
-    cc: str = field(default_factory=machine_cc)
-    results: Path = Path("results")
-    warmup_s: float | None = None     # None: levelled, within level_cap_s(link rate)
-    force: bool = False               # go on where the capacity guard refuses
-    recalibrate: bool = False         # measure the capacity guard's cost again first
-    monitor_interval_s: float = 1.0   # sampling period of every monitor
+class SweepConfig(LongFlowSettings):
+    """FatTree sweep: TCP vs MPTCP with 2..8 subflows."""
+    POSITIONALS = {"k": "K", "workloads": "WORKLOAD"}   # `run_mptcp.sh 8 all` (class constants)
+    k: int = option(4, flag="--k", metavar="K", parse=parse_arity,
+                    help="FatTree arity, even (also the first word: run_mptcp.sh 8)")
+    workloads: tuple[str, ...] = option(("one_to_one",), flag="--workload", metavar="WORKLOAD",
+                                        parse=parse_workloads, choices=WORKLOADS, what="workload",
+                                        default_text="one_to_one",
+                                        help=f"{', '.join(WORKLOADS)} or all (also the word after K)")
+    subflows: tuple[int, ...] = option(tuple(range(1, MAX_SUBFLOWS + 1)), flag="--subflows", metavar="LIST",
+                                       parse=parse_subflows, default_text="1-8",
+                                       help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP")
+    link: LinkParams = links("bw_mbps", "queue_pkts", "offload", factory=LinkParams)
+    time_s: float | None = again(LongFlowSettings, "time_s", None, default_text=(
+        f"{RUN_S_AT_10MBPS:g} at 10 Mb/s and above; below, {RUN_S_AT_10MBPS:g} x 10/bw up to {RUN_MAX_S:g}"))
+    warmup_s: float | None = again(LongFlowSettings, "warmup_s", None, default_text=(
+        f"until the aggregate goodput levels, within {LEVEL_CAP_S_AT_10MBPS:g} s at 10 Mb/s times "
+        f"10/bw, {LEVEL_CAP_MIN_S:g}..{LEVEL_CAP_MAX_S:g} s"))
+    fabric: str = again(LongFlowSettings, "fabric", "l3", default_text="l3; the run says why")
+    seeds: tuple[int, ...] = again(SeedsSettings, "seeds", (), help=(
+        "run the sweep once per seed, e.g. 0,1,2 (each its matrix and hash, a network each); "
+        "the figure's bar is their mean, each seed marked"))
+    force: bool = option(False, flag="--force", help="run even where the capacity guard says this "
+                         "machine cannot keep up (the runs are flagged over_capacity)")
+    recalibrate: bool = option(False, flag="--recalibrate", help="measure this machine's forwarding "
+                               "cost for the capacity guard again")
+    monitor_interval_s: float = option(1.0, flag="--monitor-interval", metavar="S", low=0.1, high=60.0,
+                                       unit="s", help="seconds between monitor samples: CPU, switch "
+                                                      "ports, subflow RTT")
+    notsent_lowat: int | None = option(
+        None, flag="--notsent-lowat", metavar="BYTES", low=1, high=MAX_NOTSENT_LOWAT, unit="bytes",
+        default_text="the kernel's, no limit", help="net.ipv4.tcp_notsent_lowat in every host: a "
+        "subflow then holds at most this much unsent data, and the MPTCP scheduler gives the rest to "
+        "subflows that can send (results/README.md, \"FatTree(8)\")")
+    schedule_interval_s: float | None = option(
+        None, flag="--schedule-interval", metavar="S", low=MIN_SCHEDULE_S, high=MAX_SCHEDULE_S, unit="s",
+        default_text="off", help="with --fabric openflow-reactive: the controller also runs Hedera's "
+        "first fit this often (paper Fig. 13: 5, 1, 0.5, 0.1)")
     fabric_note: str = ""             # why this fabric, when chosen by default
     cc_note: str = ""                 # why this congestion control, when the default fell back
-    driver: str = "iperf3"            # what sends the flows (DRIVERS)
-    schedule_interval_s: float | None = None   # Hedera's first fit that often (openflow-reactive)
-    seeds: tuple[int, ...] = ()       # --seeds: each a matrix and hash of its own; () is (seed,)
-    notsent_lowat: int | None = None  # --notsent-lowat: bytes a subflow may hold unsent (None: the kernel's)
+
+    @classmethod
+    def resolve(cls, given: dict) -> list[str]:
+        """The fabric this machine defaults to, with why, and the first of
+        --seeds as the seed."""
+        if "fabric" not in given:
+            given["fabric"], why = default_fabric()
+            given["fabric_note"] = f"default fabric {given['fabric']}: {why}"
+        if given.get("seeds") and "seed" not in given:
+            given["seed"] = given["seeds"][0]
+        return []
 
     @property
     def seed_list(self) -> tuple[int, ...]:
@@ -141,32 +205,21 @@ class SweepConfig:
 
     def validate(self) -> None:
         self.link.validate()    # first: the default run lengths divide by its rate
-        if self.k < 4 or self.k % 2:
-            raise ConfigError(f"k={self.k}: the FatTree arity must be an even number >= 4")
-        if self.k > 16:
-            raise ConfigError(f"k={self.k}: at most k=16 ({16**3 // 4} hosts) is supported")
-        for w in self.workloads:
-            if w not in WORKLOADS:
-                raise ConfigError(f"unknown workload {w!r}: choose one of {', '.join(WORKLOADS)} or all")
+        if self.k % 2 or not 4 <= self.k <= MAX_K:
+            raise ConfigError(f"k={self.k}: the FatTree arity must be an even number within 4..{MAX_K} "
+                              f"(k={MAX_K} has {MAX_K ** 3 // 4} hosts)")
+        self.check_settings()
         check_subflow_counts(self.subflows)
-        for seed in self.seed_list:
-            check_run_settings(self.counted, self.warmup_s, self.fabric, self.cc, seed)
         check_seed_list(self.seeds, self.seed)
-        if self.notsent_lowat is not None and not 1 <= self.notsent_lowat <= MAX_NOTSENT_LOWAT:
-            raise ConfigError(f"--notsent-lowat {self.notsent_lowat}: must be within 1..{MAX_NOTSENT_LOWAT} bytes")
-        check_driver(self.driver)
-        if not 0.1 <= self.monitor_interval_s <= 60:
-            raise ConfigError(f"--monitor-interval {self.monitor_interval_s}: "
-                              "sampling period must be within 0.1..60 s")
-        if self.schedule_interval_s is not None:
-            if not MIN_SCHEDULE_S <= self.schedule_interval_s <= MAX_SCHEDULE_S:
-                raise ConfigError(f"--schedule-interval {self.schedule_interval_s}: first fit runs "
-                                  f"every {MIN_SCHEDULE_S:g}..{MAX_SCHEDULE_S:g} s")
-            if self.fabric != "openflow-reactive":
-                raise ConfigError(f"--schedule-interval with --fabric {self.fabric}: first fit "
-                                  "re-points the controller's per-flow entries, which only "
-                                  "--fabric openflow-reactive installs")
-        self.link.validate()
+        if self.schedule_interval_s is not None and self.fabric != "openflow-reactive":
+            raise ConfigError(f"--schedule-interval with --fabric {self.fabric}: first fit "
+                              "re-points the controller's per-flow entries, which only "
+                              "--fabric openflow-reactive installs")
+        hosts = self.k ** 3 // 4
+        for w in self.workloads:
+            if (n := flow_count(w, hosts)) > MAX_FLOWS_PER_RUN:
+                raise ConfigError(f"{w} on FatTree({self.k}) has {n} flows; a run is capped at "
+                                  f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
 
     def runs(self) -> list[RunConfig]:
         """Seed by seed (a network each), then workloads and subflow counts."""
