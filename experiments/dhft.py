@@ -39,9 +39,8 @@ class DhftExperiment(RackExperiment):
     def network_key(self, p: DhftPoint) -> str:
         return p.topology
 
-    def network(self, topology: str) -> RackNetwork:
-        cfg = self.cfg
-        return RackNetwork(TOPOLOGIES[topology](k=cfg.k, hosts_per_rack=cfg.hosts_per_rack), cfg)
+    def topology(self, topology: str):
+        return TOPOLOGIES[topology](k=self.cfg.k, hosts_per_rack=self.cfg.hosts_per_rack)
 
     def prepare(self, net: RackNetwork) -> None:
         self.say(f"built {type(net.topo).__name__}({self.cfg.k}) on fabric "

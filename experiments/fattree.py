@@ -18,7 +18,7 @@ from pathlib import Path
 import mininet.net
 
 from dctopo import FatTree
-from experiments.config import ConfigError, RunConfig, SweepConfig
+from experiments.config import RunConfig, SweepConfig
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
@@ -309,19 +309,15 @@ class FatTreeExperiment(Experiment):
         self.calibration = None
 
     def admit(self) -> None:
-        """The capacity guard: refuse (ConfigError, nothing run) where this
-        machine's cores cannot carry the sweep, unless --force."""
+        """The capacity guard (experiments/capacity/guard.py), judged on what
+        this machine's FatTree runs cost."""
         if not self.guard:
             return
         from experiments import capacity
+        from experiments.capacity.guard import admit
         cfg = self.cfg
-        self.calibration = capacity.calibration_for(cfg.fabric, say=self.say, fresh=cfg.recalibrate)
-        verdict = capacity.judge(cfg, self.calibration)
-        if not verdict.fits and not cfg.force:
-            raise ConfigError(f"capacity: {verdict.reason()}")
-        self.say(f"capacity: {verdict.reason()}" + (
-            "; going on (--force), runs flagged over_capacity" if not verdict.fits else ""))
-        self.sweep.capacity = verdict
+        self.sweep.capacity, self.calibration = admit(
+            cfg.fabric, cfg.force, lambda cal: capacity.judge(cfg, cal), self.say, cfg.recalibrate)
 
     def after(self) -> None:
         """What the sweep's valid MPTCP-8 runs cost, for the guard's next verdict."""

@@ -147,9 +147,8 @@ class LinkFailureExperiment(RackExperiment):
     def network_key(self, p: LinkFailurePoint) -> str:
         return "dhft"
 
-    def network(self, key: str) -> RackNetwork:
-        cfg = self.cfg
-        return RackNetwork(DHFT(k=cfg.k, hosts_per_rack=cfg.rack_size), cfg)
+    def topology(self, key: str) -> DHFT:
+        return DHFT(k=self.cfg.k, hosts_per_rack=self.cfg.rack_size)
 
     def prepare(self, net: RackNetwork) -> None:
         self.say(f"built DHFT({self.cfg.k}) on fabric {net.fabric.name}: "

@@ -86,9 +86,11 @@ class ManyToOneExperiment(RackExperiment):
     def network_key(self, p: ManyToOnePoint) -> str:
         return p.cc
 
+    def topology(self, cc: str) -> BCube:
+        return BCube(n=self.cfg.n, k=self.cfg.k)
+
     def network(self, cc: str) -> RackNetwork:
-        cfg = self.cfg
-        return NeighbourNetwork(BCube(n=cfg.n, k=cfg.k), dataclasses.replace(cfg, cc=cc))
+        return NeighbourNetwork(self.topology(cc), dataclasses.replace(self.cfg, cc=cc))
 
     def prepare(self, net: RackNetwork) -> None:
         cfg = self.cfg
@@ -103,8 +105,8 @@ class ManyToOneExperiment(RackExperiment):
     def run_dir(self, p: ManyToOnePoint) -> Path:
         return p.run_dir(self.cfg.results, self.cfg.n, self.cfg.k)
 
-    def matrix(self, net: RackNetwork, p: ManyToOnePoint) -> TrafficMatrix:
-        return neighbour_reads(net.topo, self.cfg.seed)
+    def matrix_on(self, topo: BCube, p: ManyToOnePoint) -> TrafficMatrix:
+        return neighbour_reads(topo, self.cfg.seed)
 
     def run_point(self, net: RackNetwork, p: ManyToOnePoint, folder: Path) -> dict:
         before = relay_counters(net)

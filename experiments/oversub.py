@@ -82,8 +82,8 @@ class OversubExperiment(RackExperiment):
     def network_key(self, p: OversubPoint) -> str:
         return "oversub"
 
-    def network(self, key: str) -> RackNetwork:
-        return RackNetwork(FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio), self.cfg)
+    def topology(self, key: str) -> FatTree:
+        return FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio)
 
     def prepare(self, net: RackNetwork) -> None:
         self.say(f"built FatTree({self.cfg.k}) oversubscribed {self.cfg.ratio}:1 on fabric "

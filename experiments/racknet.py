@@ -77,8 +77,29 @@ class RackExperiment(Experiment):
     from the config's results and arity k."""
     MPTCP_SCHEMES: tuple[str, ...] = ()
 
+    capacity = None       # the guard's verdict (experiments/capacity/guard.py), from admit()
+
     def points(self) -> list:
         return self.cfg.points()
+
+    def topology(self, key) -> DCTopo:
+        """The topology of the network `key` names (built or not)."""
+        raise NotImplementedError
+
+    def network(self, key) -> RackNetwork:
+        return RackNetwork(self.topology(key), self.cfg)
+
+    def admit(self) -> None:
+        """The capacity guard on the costliest run: every point's matrix on
+        its topology, at the config's link rate."""
+        from experiments.capacity.guard import admit_matrices
+        topos: dict = {}
+        loads = []
+        for p in self.points():
+            key = self.network_key(p)
+            topo = topos[key] if key in topos else topos.setdefault(key, self.topology(key))
+            loads.append((topo, self.matrix_on(topo, p)))
+        self.capacity = admit_matrices(self.cfg, loads, self.say)
 
     def run_dir(self, p) -> Path:
         return p.run_dir(self.cfg.results, self.cfg.k)
@@ -89,10 +110,13 @@ class RackExperiment(Experiment):
     def config_record(self, net: RackNetwork, p, subflows: int) -> dict:
         raise NotImplementedError
 
-    def matrix(self, net: RackNetwork, p) -> TrafficMatrix:
+    def matrix_on(self, topo: DCTopo, p) -> TrafficMatrix:
         """The point's traffic matrix: workloads.make_rack_matrix of its
-        workload and x over the network's racks."""
-        return make_rack_matrix(p.workload, net.fabric.hosts(), net.topo.racks(), p.x, self.cfg.seed)
+        workload and x over the topology's racks."""
+        return make_rack_matrix(p.workload, topo.hosts(sort=True), topo.racks(), p.x, self.cfg.seed)
+
+    def matrix(self, net: RackNetwork, p) -> TrafficMatrix:
+        return self.matrix_on(net.topo, p)
 
     def during_run(self, net: RackNetwork, p):
         """Something done to the network during the run (the link-failure
@@ -180,6 +204,8 @@ class RackExperiment(Experiment):
             })
         flags = run_flags(subflows, flows, outcomes, cpu, counters,
                           window=(cfg.warmup, cfg.warmup + cfg.time_s)) + net.health_flags()
+        if self.capacity is not None and not self.capacity.fits:
+            flags.append("over_capacity")
         hosts = len(net.fabric.hosts())
         aggregate = sum(fl["goodput_mbps"] for fl in flows)
         total_sent = sum(sent.values())
@@ -199,6 +225,7 @@ class RackExperiment(Experiment):
             "interface_share": {f"eth{port}": round(n / total_sent, 4) if total_sent else 0.0
                                 for port, n in sorted(sent.items())},
             "cpu_mean_pct": cpu.mean_pct(),
+            "capacity": self.capacity.as_record() if self.capacity is not None else None,
             "kernel_counters": counters,
             "flags": flags,
         }

@@ -47,10 +47,11 @@ class ShortflowsExperiment(RackExperiment):
     def network_key(self, p: ShortflowsPoint) -> str:
         return p.cc
 
+    def topology(self, cc: str) -> FatTree:
+        return FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio)
+
     def network(self, cc: str) -> RackNetwork:
-        cfg = self.cfg
-        return RackNetwork(FatTree(k=cfg.k, oversubscription=cfg.ratio),
-                                 dataclasses.replace(cfg, cc=cc))
+        return RackNetwork(self.topology(cc), dataclasses.replace(self.cfg, cc=cc))
 
     def prepare(self, net: RackNetwork) -> None:
         self.say(f"built FatTree({self.cfg.k}) oversubscribed {self.cfg.ratio}:1 with cc {net.cc}: "
@@ -61,14 +62,25 @@ class ShortflowsExperiment(RackExperiment):
         return (f"shortflows{cfg.k} long flows {SCHEME_LABELS[p.scheme]}, {cfg.sizes.describe()} "
                 f"every {cfg.interval:g} s per host, {cfg.time_s:g} s after {cfg.warmup:g} s warm-up")
 
-    def run_point(self, net: RackNetwork, p: ShortflowsPoint, folder: Path) -> dict:
+    def split(self, hosts: list[str]) -> tuple[TrafficMatrix, list, random.Random]:
+        """(the long flows' matrix, the short flows' pairs, the generator
+        that goes on to draw their files): a derangement of the hosts, a
+        `long_share` of them sending long flows."""
         cfg = self.cfg
-        hosts = sorted(net.fabric.hosts())
+        hosts = sorted(hosts)
         rng = random.Random(f"shortflows:{cfg.seed}")
         pairs = derangement(hosts, rng)
         senders = set(rng.sample(hosts, round(cfg.long_share * len(hosts))))
         matrix = TrafficMatrix("shortflows_long", cfg.seed, tuple(f for f in pairs if f.src in senders))
-        files = self._files(net, [f for f in pairs if f.src not in senders], rng)
+        return matrix, [f for f in pairs if f.src not in senders], rng
+
+    def matrix_on(self, topo: FatTree, p: ShortflowsPoint) -> TrafficMatrix:
+        return self.split(topo.hosts())[0]
+
+    def run_point(self, net: RackNetwork, p: ShortflowsPoint, folder: Path) -> dict:
+        cfg = self.cfg
+        matrix, short_pairs, rng = self.split(net.fabric.hosts())
+        files = self._files(net, short_pairs, rng)
         flows = net.endpoints(matrix, cfg.seed)
         subflows = self.subflows_of(p)
         net.arm(flows, subflows)

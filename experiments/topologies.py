@@ -66,8 +66,8 @@ class TopologiesExperiment(RackExperiment):
     def network_key(self, p: TopologyPoint) -> str:
         return p.topology
 
-    def network(self, topology: str) -> RackNetwork:
-        return RackNetwork(build(topology, self.cfg.link), self.cfg)
+    def topology(self, topology: str):
+        return build(topology, self.cfg.link)
 
     def prepare(self, net: RackNetwork) -> None:
         self.say(f"built {describe_topology(net.topo)} on fabric {net.fabric.name}: "

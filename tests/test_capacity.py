@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from dctopo import FatTree
+from base.errors import ConfigError
 from experiments import capacity
 from experiments.config import LinkParams, SweepConfig
 from tests.conftest import ROOT, needs_root, set_guard_calibration
@@ -287,3 +288,35 @@ def test_a_configuration_that_saturated_is_refused_until_a_run_of_it_is_valid():
     ran = capacity.judge(cfg, dataclasses.replace(
         cal, observations=(floor.as_dict(), valid.as_dict())))
     assert ran.fits and "1 MPTCP-8 run of this configuration" in ran.reason()
+
+
+def test_rack_experiments_are_judged_on_their_costliest_run(tmp_path, monkeypatch):
+    """The guard as the runner's service (experiments/capacity/guard.py):
+    every point's matrix on its topology, before anything is built."""
+    from harness import cli
+    from experiments.dhft import DhftExperiment
+    from experiments.oversub import OversubExperiment
+    monkeypatch.setattr(capacity.cache, "CACHE_DIR", tmp_path)
+    capacity.save(calibration(cost=1.38))
+    argv = ["--k", "8", "--sweeps", "load", "--matrices", "permutation", "--loads", "0.25,1"]
+    cfg, _ = cli.COMMANDS["oversub"].config_from(argv)
+    with pytest.raises(ConfigError, match=r"capacity: .* use --bw (\S+) or less, or --force") as e:
+        OversubExperiment(cfg, say=lambda m: None).admit()
+    # The rate it suggests is one it then accepts; the costlier load decides.
+    rate = e.value.args[0].split("use --bw ")[1].split(" ")[0]
+    said = []
+    fits = OversubExperiment(cli.COMMANDS["oversub"].config_from(argv + ["--bw", rate])[0], say=said.append)
+    fits.admit()
+    assert fits.capacity.fits and said[-1].startswith(f"capacity: at {rate} Mb/s")
+    lighter = OversubExperiment(cli.COMMANDS["oversub"].config_from(
+        [*argv[:-1], "0.25", "--bw", rate])[0], say=said.append)
+    lighter.admit()
+    assert lighter.capacity.predicted_cpu_pct < fits.capacity.predicted_cpu_pct / 2
+    # --force goes on, and the verdict says the runs will be over capacity.
+    forced = OversubExperiment(cli.COMMANDS["oversub"].config_from(argv + ["--force"])[0], say=said.append)
+    forced.admit()
+    assert not forced.capacity.fits and "going on (--force)" in said[-1]
+    # The defaults that were run here are admitted.
+    dhft = DhftExperiment(cli.COMMANDS["dhft"].config_from([])[0], say=said.append)
+    dhft.admit()
+    assert dhft.capacity.fits

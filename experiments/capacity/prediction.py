@@ -83,9 +83,12 @@ def cost_for(cal: Calibration, k: int, workload: str, bw_mbps: float) -> tuple[f
     if floor is not None and floor > cal.core_s_per_gbit_hop:
         return floor, (f"its MPTCP-8 runs here saturated the CPU: at least {floor:.2f} core-s "
                        f"per Gbit-hop demanded")
-    return cal.core_s_per_gbit_hop, (
-        f"not run here yet: measured {cal.core_s_per_gbit_hop:.2f} core-s per Gbit per link "
-        f"at {CALIBRATION_BW_MBPS:g} Mb/s, counting every flow at its optimal rate")
+    return cal.core_s_per_gbit_hop, "not run here yet: " + calibration_basis(cal)
+
+
+def calibration_basis(cal: Calibration) -> str:
+    return (f"measured {cal.core_s_per_gbit_hop:.2f} core-s per Gbit per link at {CALIBRATION_BW_MBPS:g} "
+            "Mb/s, counting every flow at its optimal rate")
 
 
 def nice_rate_at_most(limit_mbps: float) -> float:
@@ -104,21 +107,40 @@ def nice_rate_at_most(limit_mbps: float) -> float:
 def judge(cfg: SweepConfig, cal: Calibration, budget_pct: float = CPU_BUDGET_PCT) -> Verdict:
     """The verdict for a sweep: its most demanding workload against the
     budget, with the largest round link rate that the same rule accepts."""
-
-    def worst_at(bw: float) -> tuple[float, float, float, str]:
-        """(predicted %, demand, cost, basis) of the costliest workload at `bw`."""
-        return max((predict_pct(cal, demand, cost), demand, cost, basis)
-                   for w in cfg.workloads
-                   for demand in [demand_gbit_hops(topo, matrices[w], bw)]
-                   for cost, basis in [cost_for(cal, cfg.k, w, bw)])
-
     from dctopo.fattree_shape import FatTreeShape     # stdlib: --plan judges without Mininet
     from dctopo.workloads import make_matrix
 
     topo = FatTreeShape(cfg.k)
     hosts = topo.hosts()
-    matrices = {w: make_matrix(w, hosts, cfg.seed) for w in cfg.workloads}
-    bw = cfg.link.bw_mbps
+    per_mbps = {w: demand_gbit_hops(topo, make_matrix(w, hosts, cfg.seed), 1.0) for w in cfg.workloads}
+
+    def runs_at(bw: float) -> list[tuple[float, float, float, str]]:
+        return [(predict_pct(cal, demand * bw, cost), demand * bw, cost, basis)
+                for w, demand in per_mbps.items() for cost, basis in [cost_for(cal, cfg.k, w, bw)]]
+
+    ran = {float(o["bw_mbps"]) for o in cal.observations if o["k"] == cfg.k}
+    return verdict_for(cal, cfg.fabric, cfg.link.bw_mbps, runs_at, ran, budget_pct)
+
+
+def judge_demands(fabric: str, bw: float, demands_per_mbps: list[float], cal: Calibration,
+                  budget_pct: float = CPU_BUDGET_PCT, why_budget: str = "") -> Verdict:
+    """The verdict for runs of any experiment, each given by the Gbit-hops
+    it demands per Mb/s of link rate, predicted from the calibration alone."""
+    cost, basis = cal.core_s_per_gbit_hop, calibration_basis(cal) + why_budget
+
+    def runs_at(rate: float) -> list[tuple[float, float, float, str]]:
+        return [(predict_pct(cal, d * rate, cost), d * rate, cost, basis) for d in demands_per_mbps]
+    return verdict_for(cal, fabric, bw, runs_at, set(), budget_pct)
+
+
+def verdict_for(cal: Calibration, fabric: str, bw: float, runs_at, ran: set[float],
+                budget_pct: float) -> Verdict:
+    """The costliest of `runs_at(rate)` ((predicted %, demand, cost, basis)
+    of each run) at `bw` against the budget; where it does not fit, the
+    largest round rate that does (or a lower one this machine has `ran`)."""
+    def worst_at(rate: float) -> tuple[float, float, float, str]:
+        return max(runs_at(rate))
+
     predicted, demand, cost, basis = worst_at(bw)
     suggested = None
     if predicted > budget_pct:
@@ -133,6 +155,5 @@ def judge(cfg: SweepConfig, cal: Calibration, budget_pct: float = CPU_BUDGET_PCT
             rate = nice_rate_at_most(rate * 0.999)
         # A lower rate this machine has run may fit where the round one is
         # predicted by the other rule (20 Mb/s refused: 10 fits as measured).
-        ran = {float(o["bw_mbps"]) for o in cal.observations if o["k"] == cfg.k}
         suggested = max([rate] + [r for r in ran if r < bw and worst_at(r)[0] <= budget_pct])
-    return Verdict(cfg.fabric, bw, demand, predicted, budget_pct, suggested, cal, cost, basis)
+    return Verdict(fabric, bw, demand, predicted, budget_pct, suggested, cal, cost, basis)

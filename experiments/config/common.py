@@ -217,6 +217,8 @@ class LongFlowSettings(Settings, WarmupFromRate):
     driver: str = option("iperf3", flag="--driver", choices=DRIVERS, what="driver",
                          help=f"what sends the flows: {', '.join(DRIVERS)} (socket opens every "
                               "connection and its subflows before data flows)")
+    force: bool = option(False, flag="--force", help="run even where the capacity guard says this "
+                         "machine cannot keep up (the runs are flagged over_capacity)")
 
     def settings_record(self) -> dict:
         """These settings as a run's record has them (its config; the runner adds the driver)."""

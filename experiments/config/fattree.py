@@ -139,8 +139,6 @@ class SweepConfig(LongFlowSettings):
     seeds: tuple[int, ...] = again(SeedsSettings, "seeds", (), help=(
         "run the sweep once per seed, e.g. 0,1,2 (each its matrix and hash, a network each); "
         "the figure's bar is their mean, each seed marked"))
-    force: bool = option(False, flag="--force", help="run even where the capacity guard says this "
-                         "machine cannot keep up (the runs are flagged over_capacity)")
     recalibrate: bool = option(False, flag="--recalibrate", help="measure this machine's forwarding "
                                "cost for the capacity guard again")
     monitor_interval_s: float = option(1.0, flag="--monitor-interval", metavar="S", low=0.1, high=60.0,
