@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from figures.drawing import save_figure, tagged_lines
-from figures.runs import Run, common, flag_text, seconds, subflow_label, sweep
+from figures.runs import Run, common, flag_text, seconds, subflow_label, sweep, warmup
 from figures.samples import CpuStats
 from figures.style import FLAG_COLOR, subflow_color
 
@@ -33,8 +33,7 @@ def _title(workload: str, groups: dict[str, dict[int, Run]], cores: set[int]) ->
     topo = ", ".join(f"{t} (k={g[next(iter(g))].config.get('k', '?')})" for t, g in groups.items())
     of = f"% of all {'/'.join(map(str, sorted(cores)))} cores" if cores else "% of all cores"
     return (f"{workload} on FatTree {topo}: {common(every, 'bw_mbps', ' Mb/s')} links, "
-            f"{common(every, 'time_s', ' s', seconds)} after {common(every, 'warmup_s', ' s', seconds)} "
-            f"warm-up, cc={common(every, 'cc')}\n"
+            f"{common(every, 'time_s', ' s', seconds)} after {warmup(every)}, cc={common(every, 'cc')}\n"
             f"Machine CPU busy over the counted window ({of}), mean ± 1 sd of 1 s samples (2013 Fig 5)")
 
 

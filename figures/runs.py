@@ -201,8 +201,18 @@ def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
     run is", item 6)."""
     return (f"FatTree {topology} (k={common(runs, 'k')}), {workload}: "
             f"{common(runs, 'bw_mbps', ' Mb/s')} links, "
-            f"{common(runs, 'time_s', ' s', seconds)} after {common(runs, 'warmup_s', ' s', seconds)} "
-            f"warm-up, cc={common(runs, 'cc')}, {routing(runs)}")
+            f"{common(runs, 'time_s', ' s', seconds)} after {warmup(runs)}, "
+            f"cc={common(runs, 'cc')}, {routing(runs)}")
+
+
+def warmup(runs: dict[int, Run]) -> str:
+    """The warm-up: fixed, shared by the runs; or, where each run's ended
+    when its goodput levelled, the range of those ends."""
+    if any("warmup_cap_s" in r.config for r in runs.values()):
+        ends = [r.config.get("warmup_s") for r in runs.values() if _is_number(r.config.get("warmup_s"))]
+        span = f"{min(ends):g}-{max(ends):g} s" if ends and min(ends) != max(ends) else f"{ends[0]:g} s" if ends else "?"
+        return f"levelled warm-up ({span})"
+    return f"{common(runs, 'warmup_s', ' s', seconds)} warm-up"
 
 
 def routing(runs: dict[int, Run]) -> str:

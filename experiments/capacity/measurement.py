@@ -185,7 +185,8 @@ def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
             continue
         try:
             record = json.loads((run_dir / "run.json").read_text())
-            steady = _mean_busy_after(run_dir / "cpu.csv", rc.warmup_s)
+            start = float(record.get("config", {}).get("warmup_s", rc.warmup_s))  # a levelled run's
+            steady = _mean_busy_after(run_dir / "cpu.csv", start, start + rc.time_s)
         except (OSError, ValueError, KeyError, CalibrationError):
             continue
         if record.get("flags") != [] and not saturated_run(record):
@@ -196,12 +197,13 @@ def observed_costs(cfg: SweepConfig, idle_pct: float) -> list[Observation]:
     return costs
 
 
-def _mean_busy_after(cpu_csv: Path, after_s: float) -> float:
-    """Mean machine CPU % of the samples taken after the warm-up: the cost
-    of forwarding at the steady rate that goodput is counted at."""
+def _mean_busy_after(cpu_csv: Path, after_s: float, until_s: float = float("inf")) -> float:
+    """Mean machine CPU % of the samples taken after the warm-up (and up to
+    `until_s`): the cost of forwarding at the steady rate that goodput is
+    counted at."""
     import csv
     with open(cpu_csv) as f:
-        busy = [float(r["busy_pct"]) for r in csv.DictReader(f) if float(r["t_s"]) > after_s]
+        busy = [float(r["busy_pct"]) for r in csv.DictReader(f) if after_s < float(r["t_s"]) <= until_s]
     if not busy:
         raise CalibrationError("calibration took no CPU samples after its warm-up")
     return sum(busy) / len(busy)
