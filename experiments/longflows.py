@@ -150,7 +150,9 @@ def levelled_at(outcomes: list[FlowOutcome], window_s: int, cap_s: float,
                 not_before_s: float = 0.0) -> tuple[int, bool]:
     """(second counting starts, whether the aggregate levelled by then or
     the cap was reached)."""
-    series = [o.per_second_mbps or [] for o in outcomes]
+    # A flow that carried nothing (its client failed) has no intervals: it
+    # neither levels nor stops the others from levelling.
+    series = [o.per_second_mbps for o in outcomes if o.per_second_mbps]
     seconds = min((len(s) for s in series), default=0)
     aggregate = [sum(s[i] for s in series) for i in range(seconds)]
     first = max(2 * window_s, math.ceil(not_before_s))

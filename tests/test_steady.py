@@ -57,6 +57,10 @@ def test_counting_starts_when_the_aggregate_levels():
     assert levelled_at([outcome(0, flat)], window_s=5, cap_s=40, not_before_s=12.3) == (13, True)
     climbing = [float(s) for s in range(60)]
     assert levelled_at([outcome(0, climbing)], window_s=5, cap_s=30) == (30, False)
+    # A flow whose client failed has no intervals: the others still level.
+    failed = outcome(1, [0.0])
+    failed.per_second_mbps = None
+    assert levelled_at([outcome(0, flat), failed], window_s=5, cap_s=40) == (10, True)
 
 
 def test_a_levelled_run_counts_its_time_from_there():
