@@ -118,7 +118,7 @@ def counted_rise_pct(outcomes: list[FlowOutcome], warmup_s: float,
     %; None for a window under RISE_MIN_WINDOW_S seconds or one whose first
     third carried nothing."""
     keep = None if time_s is None else int(round(time_s))
-    series = [o.counted_per_second_mbps(warmup_s)[:keep] for o in outcomes]
+    series = [o.counted_per_second_mbps(warmup_s)[:keep] for o in outcomes if o.per_second_mbps]
     seconds = min((len(s) for s in series), default=0)
     if seconds < RISE_MIN_WINDOW_S:
         return None
