@@ -272,7 +272,7 @@ def test_a_configuration_that_saturated_is_refused_until_a_run_of_it_is_valid():
     predicts at least that, refuses it, and suggests a lower rate. A valid
     run of the configuration (--force) is the measurement it goes by again."""
     cfg = SweepConfig(k=8, link=LinkParams(bw_mbps=2))
-    cal = calibration(cost=0.92)
+    cal = calibration(cost=0.92 / 1.35)      # 0.92 at FatTree(8)'s 128 hosts
     before = capacity.judge(cfg, cal)
     assert before.fits and "not run here yet" in before.reason()
     floor = capacity.Observation(8, "one_to_one", 2.0, 1.2, 1.7, saturated=True)
@@ -320,3 +320,27 @@ def test_rack_experiments_are_judged_on_their_costliest_run(tmp_path, monkeypatc
     dhft = DhftExperiment(cli.COMMANDS["dhft"].config_from([])[0], say=said.append)
     dhft.admit()
     assert dhft.capacity.fits
+
+
+def test_a_fattree_not_run_here_is_priced_for_its_size_and_by_faster_runs():
+    """FatTree(8)'s MPTCP-8 cost at least 1.35 times FatTree(4)'s
+    calibration per Gbit-hop (it saturated 2 cores at 1.5 Mb/s): a FatTree
+    not run here is priced with the calibration scaled to its hosts, and a
+    rate is priced at least as a faster one of the same FatTree cost here."""
+    cal = calibration(cost=1.15)
+    k8 = capacity.judge(SweepConfig(k=8, link=LinkParams(bw_mbps=1.5)), cal)
+    assert k8.cost == pytest.approx(1.15 * 1.35, rel=0.01) and "times 1.35 for 128 hosts" in k8.reason()
+    assert not k8.fits and k8.suggested_bw_mbps == 1
+    assert capacity.judge(SweepConfig(k=4), cal).cost == 1.15
+    # Its MPTCP-8 run at 1.5 Mb/s saturated at 2.2 core-s per Gbit-hop: 1 Mb/s
+    # is priced at least that, and refused; the rate suggested is accepted.
+    seen = dataclasses.replace(cal, observations=(
+        capacity.Observation(8, "one_to_one", 1.5, 2.2, 2.9, saturated=True).as_dict(),))
+    at1 = capacity.judge(SweepConfig(k=8, link=LinkParams(bw_mbps=1)), seen)
+    assert at1.cost == 2.2 and "at 1.5 Mb/s cost here" in at1.reason() and not at1.fits
+    assert at1.suggested_bw_mbps == 0.8
+    assert capacity.judge(SweepConfig(k=8, link=LinkParams(bw_mbps=at1.suggested_bw_mbps)), seen).fits
+    # A slower run says nothing of a faster rate.
+    slow = dataclasses.replace(cal, observations=(
+        capacity.Observation(8, "one_to_one", 0.5, 3.0, 3.9).as_dict(),))
+    assert capacity.judge(SweepConfig(k=8, link=LinkParams(bw_mbps=1)), slow).cost == pytest.approx(1.15 * 1.35, rel=0.01)

@@ -45,6 +45,15 @@ class Calibration:
         floors = [o["per_demanded"] for o in self._of(k, workload, bw_mbps) if o.get("saturated")]
         return max(floors) if floors else None
 
+    def cost_above(self, k: int, workload: str, bw_mbps: float) -> tuple[float, float] | None:
+        """(the highest core-s per Gbit-hop demanded, at which rate) of the
+        MPTCP-8 runs of this arity and workload at higher rates than
+        `bw_mbps`: a rate costs at least as much per Gbit-hop as a higher
+        one (fixed costs spread over less traffic); None where none ran."""
+        above = [(o["per_demanded"], float(o["bw_mbps"])) for o in self.observations
+                 if (o["k"], o["workload"]) == (k, workload) and float(o["bw_mbps"]) > bw_mbps]
+        return max(above) if above else None
+
     def _of(self, k: int, workload: str, bw_mbps: float) -> list[dict]:
         return [o for o in self.observations
                 if Observation.key_of(o) == (k, workload, float(bw_mbps))]

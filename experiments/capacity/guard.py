@@ -50,6 +50,7 @@ def admit_matrices(cfg, loads, say=print) -> Verdict:
     `cfg`'s links and fabric (any config with link, fabric and force)."""
     models: dict = {}
     per_mbps = [rack_demand_per_mbps(topo, matrix, models) for topo, matrix in loads]
+    hosts = max(len(topo.hosts()) for topo, _ in loads)
     return admit(cfg.fabric, cfg.force, lambda cal: judge_demands(
         cfg.fabric, cfg.link.bw_mbps, per_mbps, cal, RACK_BUDGET_PCT,
-        "; for racks an upper bound, hence the higher budget"), say)[0]
+        "; for racks an upper bound, hence the higher budget", hosts), say)[0]
