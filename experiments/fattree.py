@@ -19,6 +19,7 @@ import mininet.net
 
 from dctopo import FatTree
 from experiments.config import RunConfig, SweepConfig
+from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS, default_warmup_s
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
@@ -203,8 +204,10 @@ class Sweep:
                                  rc.subflows, monitors.cpu.samples, monitors.started_at)
         warmup, level = rc.warmup_s, None
         if rc.warmup_levelled:
-            outcomes, level = levelled_outcomes(outcomes, rc.warmup_s, rc.time_s, rc.link.bw_mbps,
-                                                startup["complete_s"])
+            # Not before the fixed warm-up measured for FatTree(4) (config.common), nor
+            # before every subflow is up: the levelling can only lengthen it.
+            floor = max(default_warmup_s(rc.link.bw_mbps, SWEEP_WARMUP_S_AT_10MBPS), startup["complete_s"] or 0)
+            outcomes, level = levelled_outcomes(outcomes, rc.warmup_s, rc.time_s, rc.link.bw_mbps, floor)
             warmup = level["levelled_at_s"]
         record = self._record(rc, matrix, outcomes, monitors.cpu, deltas, warmup)
         record["startup"] = startup

@@ -134,8 +134,9 @@ def still_rising(rise_pct: float | None) -> bool:
 
 # The levelled warm-up (the FatTree sweep without --warmup): counting starts
 # at the first second where the aggregate goodput of the last window is not
-# more than LEVEL_TOLERANCE_PCT above the window before it, and once every
-# connection has all its subflows; at the latest at the cap. The window is
+# more than LEVEL_TOLERANCE_PCT above the window before it, not before a
+# floor (the caller's: every subflow up, the fixed warm-up), at the latest
+# at the cap. The window is
 # 5 s at 10 Mb/s, times 10/bw within 5..60 s (at 0.5 Mb/s FatTree(8)'s
 # MPTCP-8 rises for minutes: results/README.md, "FatTree(8)").
 LEVEL_TOLERANCE_PCT = 5.0
@@ -165,14 +166,14 @@ def levelled_at(outcomes: list[FlowOutcome], window_s: int, cap_s: float,
 
 
 def levelled_outcomes(outcomes: list[FlowOutcome], cap_s: float, time_s: float, bw_mbps: float,
-                      subflows_complete_s: float | None) -> tuple[list[FlowOutcome], dict]:
+                      not_before_s: float = 0.0) -> tuple[list[FlowOutcome], dict]:
     """The outcomes counted from when the run levelled, and the record of
     it (run.json's `warmup`)."""
     window = level_window_s(bw_mbps)
-    start, levelled = levelled_at(outcomes, window, cap_s, subflows_complete_s or 0.0)
+    start, levelled = levelled_at(outcomes, window, cap_s, not_before_s)
     return [recounted(o, start, time_s) for o in outcomes], {
         "levelled": levelled, "levelled_at_s": start, "cap_s": cap_s, "window_s": window,
-        "tolerance_pct": LEVEL_TOLERANCE_PCT, "not_before_s": subflows_complete_s}
+        "tolerance_pct": LEVEL_TOLERANCE_PCT, "not_before_s": round(not_before_s, 3)}
 
 
 def recounted(outcome: FlowOutcome, start_s: int, time_s: float) -> FlowOutcome:

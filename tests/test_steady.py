@@ -65,8 +65,7 @@ def test_counting_starts_when_the_aggregate_levels():
 
 def test_a_levelled_run_counts_its_time_from_there():
     series = [min(8.0, 0.4 * s) for s in range(60)] + [0.0] * 5
-    [counted], level = levelled_outcomes([outcome(0, series)], cap_s=30, time_s=20, bw_mbps=10,
-                                         subflows_complete_s=None)
+    [counted], level = levelled_outcomes([outcome(0, series)], cap_s=30, time_s=20, bw_mbps=10)
     assert level["levelled_at_s"] == 28 and level["levelled"] and level["window_s"] == 5
     # [28, 48): the ramp and the seconds after the counted time are left out.
     assert counted.seconds == 20 and counted.goodput_mbps == 8.0

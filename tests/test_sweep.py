@@ -61,13 +61,13 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
         assert rec["kernel"] and isinstance(rec["valid"], bool) and isinstance(rec["flags"], list)
         assert rec["cpu_mean_pct"] is not None
         assert len(rec["flows"]) == 16
-        # The levelled warm-up: counting began after two 5 s windows, by the
-        # 20 s cap, once every subflow was up; the record's window is where
-        # it counted.
+        # The levelled warm-up: counting began not before the fixed 15 s nor
+        # before every subflow was up, by the 20 s cap; the record's window is
+        # where it counted.
         level = rec["warmup"]
         assert rec["config"]["warmup_cap_s"] == level["cap_s"] == 20 and level["window_s"] == 5
-        assert 10 <= level["levelled_at_s"] == rec["config"]["warmup_s"] <= 20, level
-        assert level["levelled_at_s"] >= (rec["startup"]["complete_s"] or 0), (level, rec["startup"])
+        assert 15 <= level["levelled_at_s"] == rec["config"]["warmup_s"] <= 20, level
+        assert level["not_before_s"] >= (rec["startup"]["complete_s"] or 0), (level, rec["startup"])
         for f in rec["flows"]:
             assert FLOW_FIELDS <= f.keys()
             assert f["seconds"] == 14 and f["goodput_mbps"] > 0
