@@ -38,10 +38,14 @@ def table() -> list[str]:
 
 
 def catalogue_markdown() -> list[str]:
-    """README's experiment table: what does not depend on the machine."""
-    lines = ["| command | reproduces | what it runs | its runs go to |", "| --- | --- | --- | --- |"]
+    """README's experiment table: what does not depend on the machine. Each
+    row of the repository's catalogue links its page, docs/experiments/NAME.md;
+    a row added from outside (MPTCP_HARNESS_EXPERIMENTS) has none here."""
+    lines = ["| command | reproduces | what it runs | its runs go to | page |",
+             "| --- | --- | --- | --- | --- |"]
     for row in catalogue.rows().values():
-        lines.append(f"| `{PROG} {row.command}` | {row.reproduces} | {row.purpose} | `{row.layout}` |")
+        page = f"[{row.name}](docs/experiments/{row.name}.md)" if row.name in catalogue.ROWS else "-"
+        lines.append(f"| `{PROG} {row.command}` | {row.reproduces} | {row.purpose} | `{row.layout}` | {page} |")
     return lines
 
 
