@@ -17,8 +17,8 @@ class LinkParams:
                              help="queue length in packets; a host's in 1514-byte frames' worth of bytes")
     # Segmentation offloads on the hosts' interfaces. Off, every packet in the
     # fabric is one MTU frame, so a switch's queue limit in packets means
-    # packets (a host's own queue still holds TCP's GSO packets: README,
-    # "What a run is", item 3).
+    # packets (a host's own queue still holds TCP's GSO packets: docs/methodology.md,
+    # item 3).
     offload: bool = option(False, flag="--offload", help="leave TSO/GSO on at the hosts (switch "
                            "queue limits then count superpackets)")
     # One-way propagation delay, its jitter (uniform within +-jitter, never

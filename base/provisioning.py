@@ -1,5 +1,5 @@
 """The paths a controller provisions between two servers (van der Pol et
-al., TNC 2013; seeds/004 in README's sources): given the switches' links,
+al., TNC 2013, in README's sources): given the switches' links,
 k paths from the sender's switches to the receiver's, link-disjoint ones
 first, then the ones that share least with those already chosen.
 

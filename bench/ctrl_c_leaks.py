@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
 """How often a Ctrl-C of a sweep leaves a TCP socket, and with it its
-coupled congestion control's BPF map, in the kernel (README, "Clean-up
-guarantees").
+coupled congestion control's BPF map, in the kernel (docs/cleanup.md).
 
     sudo .venv/bin/python bench/ctrl_c_leaks.py [--tries N] [--settle S] [--cc CC]
 

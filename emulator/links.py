@@ -9,7 +9,7 @@ without netem all three silently disappear. Here:
   frames only. At a host it counts bytes (`queue_pkts` MTU frames' worth),
   because a host's own TCP hands its qdisc GSO packets of up to 64 KB
   whatever the device offers (`offload_commands`), and a FIFO of 100 such
-  packets held seconds of traffic at 10 Mb/s (README, "What a run is");
+  packets held seconds of traffic at 10 Mb/s (docs/methodology.md, item 3);
 * delay, jitter and loss, where the link has any:
   - with sch_netem (`base.platform.netem_available()`), netem replaces the FIFO under the
     HTB class: the sending side delays, as Mininet does;
@@ -99,7 +99,7 @@ def offload_commands(intf: str, link: LinkParams) -> list[str]:
     limit in packets is a limit in MTU packets. Not the host's own queue:
     TCP builds GSO packets whatever the device offers (Linux 4.13 on) and the
     device splits them after its qdisc, so the host's HTB holds and releases
-    up to 64 KB at a time (README, "What a run is", item 3).
+    up to 64 KB at a time (docs/methodology.md, item 3).
     """
     state = "on" if link.offload else "off"
     return [f"ethtool -K {intf} tso {state} gso {state}"]

@@ -115,7 +115,7 @@ class Network:
         on retransmitting to peers that no longer exist for up to a minute or
         two, keeping their namespace and their congestion control (a coupled
         algorithm would stay in the kernel, unregistered, that long or, if
-        the namespace went first, for good: README, "Clean-up guarantees").
+        the namespace went first, for good: docs/cleanup.md).
 
         Returns host -> the sockets still open there after ABORT_ATTEMPTS
         tries (empty: none), also said in one line on stderr."""

@@ -157,8 +157,7 @@ class TwoPathCase:
 def jittered_access(jitter_ms: float) -> LinkParams:
     """Access links with `jitter_ms` of one-way delay, give or take
     `jitter_ms` (uniform, never reordering): what takes the drop-tail
-    queue's phase effect out of the shared case (README, "Coupled congestion
-    control"). 0: exact timing."""
+    queue's phase effect out of the shared case (docs/congestion-control.md). 0: exact timing."""
     return replace(ACCESS, delay_ms=jitter_ms, jitter_ms=jitter_ms)
 
 

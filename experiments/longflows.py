@@ -99,8 +99,8 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
 
 # The steady-state check (`still_rising`): the aggregate goodput of the
 # counted window's last third against its first third. MPTCP-8 on FatTree(4)
-# at 10 Mb/s keeps rising for 15 s after its start (README, "What a run
-# is", item 6): a window that begins inside that ramp measures the ramp.
+# at 10 Mb/s keeps rising for 15 s after its start (docs/methodology.md,
+# item 6): a window that begins inside that ramp measures the ramp.
 # Measured there (bench/README.md, "The ramp"): 30 s windows from 5 s rose
 # 0.4-15 % third to third (iperf3, six seeds) and 13.5-22 % (socket driver);
 # 40 s windows from 15 s and later moved -1.3 to +1.8 % (MPTCP-8) and TCP's
@@ -138,7 +138,7 @@ def still_rising(rise_pct: float | None) -> bool:
 # floor (the caller's: every subflow up, the fixed warm-up), at the latest
 # at the cap. The window is
 # 5 s at 10 Mb/s, times 10/bw within 5..60 s (at 0.5 Mb/s FatTree(8)'s
-# MPTCP-8 rises for minutes: results/README.md, "FatTree(8)").
+# MPTCP-8 rises for minutes: docs/experiments/fattree.md).
 LEVEL_TOLERANCE_PCT = 5.0
 LEVEL_WINDOW_S_AT_10MBPS, LEVEL_WINDOW_MIN_S, LEVEL_WINDOW_MAX_S = 5, 5, 60
 

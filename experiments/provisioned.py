@@ -1,4 +1,4 @@
-"""`provisioned`, provisioned paths (van der Pol et al., TNC 2013; seeds/004 in
+"""`provisioned`, provisioned paths (van der Pol et al., TNC 2013, in
 README's sources): MPTCP over four paths that a controller provisioned
 between two servers, two of them link-disjoint, over two long links.
 The paths are computed from the testbed's links, link-disjoint ones first
@@ -25,7 +25,7 @@ Schemes, one long flow each, on one network:
 
 The initial subflow opens on the first path of `order` (1 by default) and the
 joins follow in that order: with coupled congestion control which path
-starts first turned out to matter (README, `provisioned`).
+starts first turned out to matter (docs/experiments/provisioned.md).
 
 The testbed saw MPTCP with coupled congestion control settle on the two
 link-disjoint paths after a while. What each run measures towards that:

@@ -14,14 +14,14 @@ from figures.drawing import Drawn
 from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
 
-# What README's "Coupled congestion control" section measured (bench/fairness.py,
+# What docs/congestion-control.md measured (bench/fairness.py,
 # bench/cwnd_trace.py, issue 24), said wherever a run used a coupled algorithm.
 COUPLED_SHORTFALL = (
     "These runs' links have exact timing, and a drop-tail queue then drops by phase: at one "
     "shared bottleneck MPTCP's subflows met more of the drops than a Reno flow beside them, "
     "and two LIA subflows took about half of its rate (0.50 at 25-packet queues), where RFC 6356 "
     "aims at one. With 2 +- 2 ms of jitter on the access links LIA took 0.91-1.06 and uncoupled "
-    "subflows 2.0 (README.md, \"Coupled congestion control\"). How much this weighs with many "
+    "subflows 2.0 (docs/congestion-control.md). How much this weighs with many "
     "flows per queue, as here, is not measured.")
 
 FIGURES = {"throughput": "Throughput and rank of flows (paper Fig 2, 3)",

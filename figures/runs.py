@@ -197,8 +197,8 @@ def seconds(value) -> str:
 
 def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
     """The configuration the runs share, the counted window included: a
-    window that starts inside MPTCP's climb shows less (README, "What a
-    run is", item 6)."""
+    window that starts inside MPTCP's climb shows less (docs/methodology.md,
+    item 6)."""
     return (f"FatTree {topology} (k={common(runs, 'k')}), {workload}: "
             f"{common(runs, 'bw_mbps', ' Mb/s')} links, "
             f"{common(runs, 'time_s', ' s', seconds)} after {warmup(runs)}, "
@@ -227,7 +227,7 @@ def routing(runs: dict[int, Run]) -> str:
         text += f", driver={common(runs, 'driver')}"
     lowats = {r.config.get("notsent_lowat") for r in runs.values()}
     if lowats != {None}:
-        # Not the kernel's default: say so on the figure (README, "FatTree(8)").
+        # Not the kernel's default: say so on the figure (docs/experiments/fattree.md).
         shown = "/".join(sorted(f"{v} B" if v else "kernel's" for v in lowats))
         text += f", hosts' notsent_lowat {shown}" + (" (MIXED)" if len(lowats) > 1 else "")
     return text

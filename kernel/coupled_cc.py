@@ -17,9 +17,9 @@ A network namespace whose default is one of them keeps a reference to it, so
 the networks are torn down before the loader is stopped; the kernel then
 frees the programs and maps (deferred, within about a second). A TCP socket
 that outlives its namespace (seen: one LIA subflow at a time, held for hours
-after every process and namespace of its run was gone; README, "Clean-up
-guarantees") keeps them loaded though unregistered; stop() says so rather
-than wait for it.
+after every process and namespace of its run was gone; docs/cleanup.md)
+keeps them loaded though unregistered; stop() says so rather than wait for
+it.
 
 libbpf 1.1 (Debian 12) registers without a BPF link, so a loader killed
 from outside with SIGKILL (by a supervisor tearing down a whole process
@@ -83,7 +83,7 @@ def loaded_maps() -> dict[int, str]:
 def kernel_held_note() -> str:
     """One line where the kernel still holds maps of ours that no loader
     registered: an earlier run's algorithms, unregistered, kept alive by TCP
-    sockets that outlived their namespace (README, "Clean-up guarantees").
+    sockets that outlived their namespace (docs/cleanup.md).
     They take no traffic and do not stop a new loader; nothing of ours can free them."""
     try:
         held = loaded_maps()

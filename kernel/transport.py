@@ -71,7 +71,7 @@ def host_sysctls(cc: str) -> dict[str, str]:
         # fast switch-over to a backup path). No path here ever goes dead,
         # but at low link rates a 100-packet queue holds over a second and
         # subflows wait that long routinely: FatTree(6) 4:1 at 1 Mb/s, one
-        # connection per host, MPTCP-4 (README, `oversub`) marked subflows stale 588
+        # connection per host, MPTCP-4 (docs/methodology.md, item 4) marked subflows stale 588
         # times, the receivers counted 29100 duplicate segments, and MPTCP
         # carried 42.0 Mb/s to TCP's 52.3; with 1000 (in effect never within
         # a run), 4340 duplicates and 52.5 Mb/s. The kernel's documentation
@@ -197,8 +197,8 @@ def reset_connections(ns_pid: int, timeout_s: float = 5.0) -> bool:
     subflows included, once; listeners stay (the kernel refuses to reset an
     MPTCP listener's subflow). For connections whose processes still hold
     them: the processes then see a reset instead of closing gracefully, and
-    no MPTCP connection is left to close on its own as an orphan (README,
-    "Clean-up guarantees", says what that has leaked). Returns whether ss
+    no MPTCP connection is left to close on its own as an orphan
+    (docs/cleanup.md says what that has leaked). Returns whether ss
     ran to its end; what is left is for the caller to check, if it must."""
     try:
         run(["ss", "-K", "-t", "state", "connected"], timeout=timeout_s, ns_pid=ns_pid,

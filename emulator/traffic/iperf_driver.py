@@ -37,7 +37,7 @@ def connect_timeout_ms(floor_ms: int, warmup_s: float) -> int:
     full queues for seconds (100 packets hold 1.2 s at 1 Mb/s, on each
     hop). FatTree(8) 4:1 at 1 Mb/s, 0.25 connections per host (128 TCP
     flows, 20 s warm-up): 27 connections failed with a 5 s timeout, none
-    with 20 s (results/README.md, `oversub`)."""
+    with 20 s (docs/experiments/oversub.md)."""
     return max(int(floor_ms), round(1000 * warmup_s))
 
 

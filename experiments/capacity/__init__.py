@@ -15,7 +15,7 @@ where the cost comes from what this machine measured:
   - for a configuration this machine has run (FatTree arity, workload, link
     rate), the median of what its MPTCP-8 runs cost per Gbit-hop *demanded*:
     the prediction is then the CPU those runs measured. The calibration is
-    such a configuration (FatTree(4) one_to_one at 10 Mb/s, the README's), and
+    such a configuration (FatTree(4) one_to_one at 10 Mb/s, the README's quick start), and
     every sweep's MPTCP-8 runs that carry no flag (valid) add
     theirs (`learn`);
   - where this machine's MPTCP-8 runs of the configuration only ever

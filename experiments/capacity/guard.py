@@ -25,7 +25,7 @@ def admit(fabric: str, force: bool, judge, say=print, recalibrate: bool = False)
 
 # The rack experiments' demand is an upper bound, not fitted to their runs:
 # `topologies`' defaults are predicted at 223 % of 2 cores and measured
-# 35-84 % after their start-up (results/README.md, `topologies`). So only
+# 35-84 % after their start-up (docs/experiments/topologies.md). So only
 # three times that is refused: more than the bound has been seen to overstate.
 RACK_BUDGET_PCT = 300.0
 
