@@ -30,7 +30,7 @@ os.environ["MPTCP_HARNESS_CACHE"] = str(SUITE_CACHE)
 
 # The capacity guard's calibration every run of the suite reads, unless a
 # test sets its own (set_guard_calibration): the upper end of this machine
-# class's quiet measurements (README, "The capacity guard"). A run would
+# class's quiet measurements (docs/capacity-guard.md). A run would
 # otherwise measure one (a minute), and again each time under the suite's load.
 SUITE_GUARD_COST = 1.38
 
@@ -50,8 +50,8 @@ def pytest_sessionfinish(session, exitstatus):
 
 # -- which test's network left a coupled algorithm in the kernel -------------
 # A TCP socket that outlives its namespace keeps its BPF congestion control's
-# struct_ops map in the kernel, unregistered, for hours (README, "Clean-up
-# guarantees"). No test fails for it (nothing of ours can free it, and a test
+# struct_ops map in the kernel, unregistered, for hours (docs/cleanup.md).
+# No test fails for it (nothing of ours can free it, and a test
 # that looks right after its own network may miss a socket freed late), but
 # the suite's summary names the test during which each such map was loaded,
 # so that a leak can be traced to the runs that made it.

@@ -78,7 +78,7 @@ def test_calibration_cache_holds_only_for_the_same_machine_and_fabric(tmp_path, 
 @needs_root
 def test_overloaded_sweep_is_refused_then_forced_and_flagged(tmp_path, tmp_path_factory, monkeypatch,
                                                              no_leftovers):
-    # The development VM's 1.18 (README, "The capacity guard"), set rather
+    # The development VM's 1.18 (docs/capacity-guard.md), set rather
     # than measured: at 400 Mb/s any calibration this machine class has read
     # (1.18-1.89) refuses, and measuring one here took about 60 s of the suite.
     set_guard_calibration(monkeypatch, tmp_path_factory.mktemp("guard-cache"), 1.18,

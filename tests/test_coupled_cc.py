@@ -164,7 +164,7 @@ def nothing_of_ours_left():
     # or it is still registered. An unregistered map that no process holds
     # and that the kernel has not freed after 10 s is held by a TCP socket
     # that outlived its namespace: a socket the kernel never destroyed after
-    # a graceful close (README, "Clean-up guarantees", traced there). No
+    # a graceful close (docs/cleanup.md; the trace in docs/notebook.md). No
     # process of ours can free it, so it is reported, not failed; the
     # suite's summary names the test during which it was loaded.
     held_by = coupled_cc.open_map_ids()

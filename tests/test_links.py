@@ -27,7 +27,7 @@ PAYLOAD_SHARE = 1448 / 1514
 # a TCG guest carried 15.5 Mb/s through a 20 Mb/s netem link). The queue
 # test slows the router's port to 5 Mb/s either way: at 1 and 2 Mb/s a 6.12
 # guest's HTB above netem let 9.7 % more through (1.05 and 2.10 Mb/s of
-# goodput), also shaped anew; 6.1 held 1 Mb/s. Not understood (README).
+# goodput), also shaped anew; 6.1 held 1 Mb/s. Not understood (docs/platforms.md).
 RATE_MBPS = 8 if FULL_EMULATION else 20
 # How far above the slowed rate the queue test's goodput may read. Under full
 # emulation iperf3's one-second intervals jitter: a Debian 13 guest in CI read

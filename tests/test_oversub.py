@@ -79,7 +79,7 @@ def test_a_racks_traffic_out_is_held_to_its_two_uplinks(tmp_path, no_leftovers):
 @needs_root
 def test_small_experiment_draws_its_figure(tmp_path, no_leftovers):
     """With the socket driver, the one that starts FatTree(8) 4:1's loads
-    (results/README.md): the rack experiments through iperf3 are run whole
+    (docs/experiments/oversub.md): the rack experiments through iperf3 are run whole
     by the dhft and topologies tests."""
     results = tmp_path / "results"
     done = subprocess.run(

@@ -9,7 +9,7 @@ net.ipv4.tcp_notsent_lowat=4096 in both hosts (`run_mptcp.sh --notsent-lowat`).
 What it pins, on the kernel's own counters: the lowat does not bound a
 subflow's unsent data on this kernel (each subflow still holds far more than
 4 KB unsent at times). Goodput and its stalls are printed, not asserted;
-results/README.md, "FatTree(8)", has the numbers."""
+docs/experiments/fattree.md has the numbers."""
 from __future__ import annotations
 
 import json
@@ -42,7 +42,7 @@ SAMPLE_S = 1.0
 # it: the last fragment it pushes, itself at most LOWAT (mptcp_sendmsg()
 # queues no more than that unsent at connection level, mptcp_send_limit()).
 LOWAT_BOUND = 2 * LOWAT
-# Far more than the lowat and one fragment past it (results/README.md, "FatTree(8)").
+# Far more than the lowat and one fragment past it (docs/experiments/fattree.md).
 UNBOUNDED = 10 * LOWAT
 FIELDS = ("notsent", "cwnd", "rtt_us", "bytes_acked", "mss")
 

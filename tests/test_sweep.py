@@ -12,7 +12,7 @@ from tests.conftest import ROOT, interrupt_after_first_run, needs_root, set_guar
 pytestmark = needs_root
 SCRIPT = str(ROOT / "run_mptcp.sh")
 # The guard's calibration these tests run under: the upper end of this
-# machine class's quiet measurements (README, "The capacity guard": 1.18-1.38
+# machine class's quiet measurements (docs/capacity-guard.md: 1.18-1.38
 # core-s per Gbit per link), at which FatTree(4) fits at 10 Mb/s.
 GUARD_COST = 1.38
 
@@ -28,7 +28,7 @@ def guard_calibration(tmp_path_factory, monkeypatch):
                           "tests/test_sweep.py")
 # The paper's claim on FatTree (Fig 2): TCP under 50-60 % of optimal, MPTCP-8
 # near 90 %. Measured here on FatTree(4), 10 Mb/s, seed 0: TCP 54-62 %,
-# MPTCP-8 77-89 % (README, results/README.md). A short window varies, so the
+# MPTCP-8 77-89 % (docs/experiments/fattree.md). A short window varies, so the
 # test asks only for a clear win: MPTCP-8 at least this many points above TCP,
 # over 20 s (with 10 s one CI run read MPTCP-8 at 65.07 % against TCP 58.34 %,
 # both runs valid, CPU 14-19 %).
