@@ -5,7 +5,7 @@
  * retransmission, which needs the packet scheduler; upstream MPTCP does not
  * let BPF replace that on this kernel. (liab does not penalize: halving a
  * slow subflow's window slows the drain of what is already queued on it,
- * which is the stall measured with liap in results/README.md.)
+ * which is the stall measured with liap in docs/experiments/wifi3g.md.)
  * The idea is BLEST's (Ferlin et al., IFIP Networking 2016): keep data off
  * a slow subflow when the fast ones would fill the receive window before
  * that data could arrive.
