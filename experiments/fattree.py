@@ -19,6 +19,7 @@ import mininet.net
 
 from dctopo import FatTree
 from experiments.config import RunConfig, SweepConfig
+from experiments.config.fattree import host_sysctls
 from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS, default_warmup_s
 from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
@@ -53,11 +54,9 @@ class Sweep:
         self.capacity = capacity
         first_fit = ({"schedule_interval_s": cfg.schedule_interval_s}
                      if cfg.schedule_interval_s is not None else {})
-        lowat = ({"net.ipv4.tcp_notsent_lowat": str(cfg.notsent_lowat)}
-                 if cfg.notsent_lowat is not None else {})
         self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
                            log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
-                           fabric_options=first_fit, host_settings=lowat)
+                           fabric_options=first_fit, host_settings=host_sysctls(cfg))
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None

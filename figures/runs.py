@@ -225,12 +225,17 @@ def routing(runs: dict[int, Run]) -> str:
         text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
     if any(driver_text(r.config) for r in runs.values()):
         text += f", driver={common(runs, 'driver')}"
-    lowats = {r.config.get("notsent_lowat") for r in runs.values()}
-    if lowats != {None}:
-        # Not the kernel's default: say so on the figure (docs/experiments/fattree.md).
-        shown = "/".join(sorted(f"{v} B" if v else "kernel's" for v in lowats))
-        text += f", hosts' notsent_lowat {shown}" + (" (MIXED)" if len(lowats) > 1 else "")
+    for key in HOST_SETTINGS:
+        values = {r.config.get(key) for r in runs.values()}
+        if values != {None}:
+            # Not the kernel's default: say so on the figure (docs/experiments/fattree.md).
+            shown = "/".join(sorted(f"{v} B" if v else "kernel's" for v in values))
+            text += f", hosts' {key} {shown}" + (" (MIXED)" if len(values) > 1 else "")
     return text
+
+
+# Host settings a FatTree run may change from the kernel's (RunConfig), named on its figures.
+HOST_SETTINGS = ("notsent_lowat", "wmem_max")
 
 
 def driver_text(config: dict) -> str:

@@ -8,7 +8,10 @@ net.ipv4.tcp_notsent_lowat=4096 in both hosts (`run_mptcp.sh --notsent-lowat`).
 
 What it pins, on the kernel's own counters: the lowat does not bound a
 subflow's unsent data on this kernel (each subflow still holds far more than
-4 KB unsent at times). Goodput and its stalls are printed, not asserted;
+4 KB unsent at times); the send buffer does (`run_mptcp.sh --wmem-max`:
+no subflow holds more unsent than net.ipv4.tcp_wmem's maximum and one
+fragment). The hosts get the settings as the sweep gives them, from its
+options. Goodput and its stalls are printed, not asserted;
 docs/experiments/fattree.md has the numbers."""
 from __future__ import annotations
 
@@ -45,6 +48,12 @@ LOWAT_BOUND = 2 * LOWAT
 # Far more than the lowat and one fragment past it (docs/experiments/fattree.md).
 UNBOUNDED = 10 * LOWAT
 FIELDS = ("notsent", "cwnd", "rtt_us", "bytes_acked", "mss")
+WMEM_MAX = 131072
+# What a subflow may queue past its send buffer: the fragment being pushed
+# when the buffer filled (mptcp's page fragments are at most 32 KB).
+FRAGMENT = 32768
+VARIANTS = {"kernel-default": [], f"lowat-{LOWAT}": ["--notsent-lowat", str(LOWAT)],
+            f"lowat-{LOWAT}-wmem-{WMEM_MAX}": ["--notsent-lowat", str(LOWAT), "--wmem-max", str(WMEM_MAX)]}
 
 
 class SubflowSampler:
@@ -119,18 +128,37 @@ def net(no_leftovers):
         yield net
 
 
+def test_the_sweeps_host_settings_reach_its_records_and_figures():
+    from experiments.config.fattree import host_sysctls
+    from figures.runs import Run, routing
+    from harness.options import config_from_args
+    cfg, _ = config_from_args(["4", *VARIANTS[f"lowat-{LOWAT}-wmem-{WMEM_MAX}"]])
+    assert host_sysctls(cfg) == {"net.ipv4.tcp_notsent_lowat": str(LOWAT),
+                                 "net.ipv4.tcp_wmem": f"4096 16384 {WMEM_MAX}"}
+    record = cfg.runs()[0].as_record()
+    assert record["notsent_lowat"] == LOWAT and record["wmem_max"] == WMEM_MAX
+    run = Run(path=Path("run.json"), topology="ft4", workload="one_to_one", subflows=1, config=record,
+              pcts=[50.0], valid=True, flags=[])
+    title = routing({1: run})
+    assert f"wmem_max {WMEM_MAX} B" in title and f"notsent_lowat {LOWAT} B" in title
+    assert host_sysctls(config_from_args(["4"])[0]) == {}
+
+
 @needs_root
-@pytest.mark.parametrize("lowat", [None, LOWAT], ids=["kernel-default", f"lowat-{LOWAT}"])
-def test_subflows_hold_more_unsent_than_tcp_notsent_lowat(net, lowat, tmp_path):
-    from kernel.transport import counter_delta, read_netstat
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_subflows_unsent_data_is_bounded_by_the_send_buffer_not_the_lowat(net, variant, tmp_path):
+    from experiments.config.fattree import host_sysctls
+    from harness.options import config_from_args
+    from kernel.transport import counter_delta, read_netstat, read_sysctls
     topo = net.topo
-    from kernel.transport import read_sysctls
-    if lowat:
-        for host in ("h1", "h2"):
-            net.sysctl(host, {"net.ipv4.tcp_notsent_lowat": str(lowat)})
-    # What the sender's sockets will read (the kernel's default: no limit).
-    assert read_sysctls(net.fabric.pid("h1"), ("net.ipv4.tcp_notsent_lowat",)) == {
-        "net.ipv4.tcp_notsent_lowat": str(lowat or 0xFFFFFFFF)}
+    cfg, _ = config_from_args(["4", *VARIANTS[variant]])
+    lowat, wmem_max = cfg.notsent_lowat, cfg.wmem_max
+    for host in ("h1", "h2") if host_sysctls(cfg) else ():
+        net.sysctl(host, host_sysctls(cfg))
+    # What the sender's sockets will read (the kernel's defaults: no limit, 4 MiB).
+    assert read_sysctls(net.fabric.pid("h1"), ("net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_wmem")) == {
+        "net.ipv4.tcp_notsent_lowat": str(lowat or 0xFFFFFFFF),
+        "net.ipv4.tcp_wmem": f"4096 16384 {wmem_max or 4194304}"}
     src_ip, dst_ip = topo.path_addresses(FAST)
     slow_src, slow_dst = topo.path_addresses(SLOW)
     flow = FlowEndpoints(0, "h1", "h2", src_ip, dst_ip, CLIENT_PORT_BASE, SERVER_PORT_BASE)
@@ -173,7 +201,10 @@ def test_subflows_hold_more_unsent_than_tcp_notsent_lowat(net, lowat, tmp_path):
             f"goodput mean {mean:.2f} Mb/s, longest stall {longest_stall(per_second, mean)} s; "
             f"per second {[round(x, 2) for x in per_second]}")
     print(said)
-    # Either way some subflow holds far more than the lowat (and than one
-    # fragment past it) unsent at times; which one varies from run to run.
-    peak = max(r["notsent"] for r in fast + slow)
-    assert peak > UNBOUNDED > LOWAT_BOUND, said
+    if wmem_max:
+        # The send buffer bounds it, at every sample of both subflows.
+        assert max(r["notsent"] for r in sampler.rows[FAST] + sampler.rows[SLOW]) <= wmem_max + FRAGMENT, said
+    else:
+        # With or without the lowat, some subflow holds far more than it (and
+        # than one fragment past it) unsent at times; which one varies.
+        assert max(r["notsent"] for r in fast + slow) > UNBOUNDED > LOWAT_BOUND, said

@@ -118,7 +118,7 @@ def check_cc(cc: str, flag: str = "--cc") -> None:
 
 # Why a run without --fabric gets l3. A default takes only a path tested for
 # fidelity on that kind of machine: the openflow fabric has been measured
-# against l3 on the userspace datapath only (README, "Fabrics"), and on the
+# against l3 on the userspace datapath only (docs/fabrics.md), and on the
 # kernel datapath tested for function in the Debian guests (guest/README.md).
 FABRIC_DEFAULT_WHY = {
     True: ("Open vSwitch's kernel datapath is available here, but the openflow fabric on it has "

@@ -21,6 +21,8 @@ from experiments.config.common import (LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_C
 # and a round must have the switches' flow statistics back before the next.
 MIN_SCHEDULE_S, MAX_SCHEDULE_S = 0.05, 60.0
 MAX_NOTSENT_LOWAT = 2 ** 31 - 1
+# --wmem-max keeps tcp_wmem's minimum and default as the kernel sets them.
+WMEM_MIN_DEFAULT = "4096 16384"
 MAX_K = 16
 # A run drives one iperf3 client and one server per flow; beyond this many
 # flows the machine spends itself on processes (all_to_all at k=6: 2862).
@@ -47,6 +49,7 @@ class RunConfig:
     schedule_interval_s: float | None = None   # the controller's first fit, that often
     seeds: tuple[int, ...] = ()  # the sweep's --seeds, when it has several: a folder per seed
     notsent_lowat: int | None = None   # bytes: the hosts' net.ipv4.tcp_notsent_lowat (None: the kernel's)
+    wmem_max: int | None = None        # bytes: the hosts' net.ipv4.tcp_wmem maximum (None: the kernel's)
 
     @property
     def topology(self) -> str:
@@ -61,7 +64,7 @@ class RunConfig:
         return self.run_dir(results).parent
 
     def as_record(self) -> dict:
-        """The `config` object of run.json (flat, as the README documents it)."""
+        """The `config` object of run.json (flat, as docs/results-format.md documents it)."""
         return {
             "topology": self.topology,
             "k": self.k,
@@ -84,7 +87,16 @@ class RunConfig:
                if self.schedule_interval_s is not None else {}),
             **({"seeds": list(self.seeds)} if self.seeds else {}),
             **({"notsent_lowat": self.notsent_lowat} if self.notsent_lowat is not None else {}),
+            **({"wmem_max": self.wmem_max} if self.wmem_max is not None else {}),
         }
+
+
+
+def host_sysctls(cfg) -> dict[str, str]:
+    """The hosts' settings a sweep or run changes from the kernel's
+    (--notsent-lowat, --wmem-max), as every host gets them."""
+    return {**({"net.ipv4.tcp_notsent_lowat": str(cfg.notsent_lowat)} if cfg.notsent_lowat else {}),
+            **({"net.ipv4.tcp_wmem": f"{WMEM_MIN_DEFAULT} {cfg.wmem_max}"} if cfg.wmem_max else {})}
 
 
 def parse_subflows(text: str) -> tuple[int, ...]:
@@ -146,9 +158,14 @@ class SweepConfig(LongFlowSettings):
                                                       "ports, subflow RTT")
     notsent_lowat: int | None = option(
         None, flag="--notsent-lowat", metavar="BYTES", low=1, high=MAX_NOTSENT_LOWAT, unit="bytes",
-        default_text="the kernel's, no limit", help="net.ipv4.tcp_notsent_lowat in every host: a "
-        "subflow then holds at most this much unsent data, and the MPTCP scheduler gives the rest to "
-        "subflows that can send (results/README.md, \"FatTree(8)\")")
+        default_text="the kernel's, no limit", help="net.ipv4.tcp_notsent_lowat in every host: an "
+        "MPTCP socket then takes no more from the application while this much is unsent (a subflow's "
+        "own queue is not bounded by it; docs/experiments/fattree.md)")
+    wmem_max: int | None = option(
+        None, flag="--wmem-max", metavar="BYTES", low=16384, high=MAX_NOTSENT_LOWAT, unit="bytes",
+        default_text="the kernel's, 4 MiB", help="the largest send buffer in every host "
+        "(net.ipv4.tcp_wmem's maximum): it bounds what the MPTCP scheduler can queue on one subflow "
+        "(docs/experiments/fattree.md)")
     schedule_interval_s: float | None = option(
         None, flag="--schedule-interval", metavar="S", low=MIN_SCHEDULE_S, high=MAX_SCHEDULE_S, unit="s",
         default_text="off", help="with --fabric openflow-reactive: the controller also runs Hedera's "
@@ -227,7 +244,7 @@ class SweepConfig(LongFlowSettings):
                           monitor_interval_s=self.monitor_interval_s,
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
                           schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
-                          notsent_lowat=self.notsent_lowat)
+                          notsent_lowat=self.notsent_lowat, wmem_max=self.wmem_max)
                 for s in self.seed_list for w in self.workloads for n in self.subflows]
 
     def points(self) -> list[RunConfig]:

@@ -45,7 +45,7 @@ class FilesizeConfig(Settings):
     repeats: int = option(9, flag="--repeats", metavar="N", low=1, high=1000,
                           help="transfers per size and scheme, one at a time; the point is their median")
     # Each of the two paths; the paper's testbed had gigabit links through one
-    # switch and no added delay (README, "File size").
+    # switch and no added delay (docs/experiments/filesize.md).
     link: LinkParams = links("bw_mbps", "delay_ms", "queue_pkts", factory=lambda: LinkParams(bw_mbps=100.0))
 
     def validate(self) -> None:

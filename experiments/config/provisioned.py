@@ -1,4 +1,4 @@
-"""The provisioned-paths experiment's config (TNC 2013, seeds/004 in README's
+"""The provisioned-paths experiment's config (TNC 2013 in README's
 sources): two servers, four controller-provisioned paths over two long
 links, MPTCP with coupled and uncoupled subflows against TCP on each path."""
 from __future__ import annotations

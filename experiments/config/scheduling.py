@@ -40,7 +40,7 @@ SCHEDULING_MIN_TIME_S = 10.0
 # lives F times more round trips. At 1 Mb/s a 1 Gb/s flow of a second lives
 # a handful of this emulation's round trips (100-packet queues hold 1.2 s),
 # mostly in slow start, where MPTCP's joins have not yet helped; at 1 Gb/s
-# it lives thousands (README, "First fit against MPTCP").
+# it lives thousands (docs/experiments/scheduling.md).
 MAX_DILATION = 100.0
 
 

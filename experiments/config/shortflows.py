@@ -49,7 +49,7 @@ class ShortflowsConfig(OversubscribedSettings, KernelSchemes):
     file_cdf: EmpiricalSizes | None = option(None, flag="--file-cdf", metavar="FILE",
                                              parse=EmpiricalSizes.from_option, default_text="none",
                                              help="draw the short files' sizes from a CDF file instead: "
-                                                  "lines '<size bytes> <cumulative fraction>' (README)")
+                                                  "lines '<size bytes> <cumulative fraction>' (docs/experiments/shortflows.md)")
     # Mean gap between one host's short files. None: the paper's 200 ms at
     # 100 Mb/s scaled to the link rate and to the files' mean size, so short
     # files load a host's link by the same share (2.8 %).

@@ -37,7 +37,7 @@ class TopologiesConfig(SeedsSettings, LongFlowSettings):
     subflows: tuple[int, ...] = option((1, 2, 3, 4, 6, 8), flag="--subflows", metavar="LIST",
                                        help="comma list of subflow counts, 1 = TCP")
     # 5 Mb/s: BCube's hosts relay through each other and its subflows detour;
-    # BCube(3,2) ran at 40-69 % of two cores at 5 Mb/s (README, `topologies`).
+    # BCube(3,2) ran at 40-69 % of two cores at 5 Mb/s (docs/experiments/topologies.md).
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
 
     def validate(self) -> None:

@@ -58,7 +58,7 @@ class Wifi3GConfig(Settings):
                                      default_text="all but mptcp_penalized and mptcp_hold without a "
                                      "coupled --cc the kernel can run")
     # Up to 8 MB: with the 3G path's 2 s of buffer, MPTCP needs megabytes of
-    # receive buffer before it gets both paths (results/README.md).
+    # receive buffer before it gets both paths (docs/experiments/wifi3g.md).
     buffers_kb: tuple[int, ...] = option((50, 100, 150, 200, 300, 400, 500, 750, 1000, 2000, 4000, 8000),
                                          flag="--buffers", metavar="KB,...",
                                          help="receive buffers of the buffer sweep, KB")
