@@ -54,7 +54,7 @@ def clients_started_late(startup: dict, warmup_s: float, clients_send_at_start: 
     driver whose clients send from the moment they start (iperf3): then the
     first flows counted seconds while the last had not begun, so the flows
     did not compete over the whole counted window. Seen at FatTree(8), 2.5
-    Mb/s, MPTCP-6 (2026-11-28): 81 s to start 128 clients against a 20 s
+    Mb/s, MPTCP-6: 81 s to start 128 clients against a 20 s
     warm-up. The socket driver starts data on all flows at once after its
     connections are open, so its start never staggers them."""
     started = startup.get("clients_started_s")

@@ -39,7 +39,7 @@ EXIT_TIMEOUT = 124    # as timeout(1)
 EXIT_GUEST_FAILED = 125
 # run_command's answer when the guest stopped before the command started
 # (guest_init.sh had not reached it): nothing of the command ran, so the
-# caller may boot again. Seen once under TCG, 2026-11-26: a Debian 13
+# caller may boot again. Seen once under TCG: a Debian 13
 # guest's kernel panicked 3 s into its boot ("Fatal exception in interrupt",
 # in sched_tick), and the next boot of the same guest ran.
 NOT_STARTED = -1

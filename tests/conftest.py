@@ -119,7 +119,7 @@ def pytest_ignore_collect(collection_path, config):
     imported. Why: collecting all of tests/ imports matplotlib, and every
     module's assertions are rewritten: in a Debian 13 guest under full
     emulation 47.5 s, against 6.0 s for the modules with guest tests
-    (2026-11-26), for tests that are then deselected.
+    for tests that are then deselected.
     HARNESS_COLLECT_ALL=1 collects every module."""
     if config.getoption("markexpr", "") != "guest" or os.environ.get("HARNESS_COLLECT_ALL") \
             or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):

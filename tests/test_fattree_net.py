@@ -23,7 +23,7 @@ SRC, DST = "h0_0_0", "h2_0_0"   # different pods: 4 equal-cost paths, one per co
 # `guest`: l3 and openflow also run in stock-kernel guests, where openflow
 # forwards in Open vSwitch's kernel datapath and, before 6.11, l3 has no
 # per-router hash seed (emulator/fabrics/l3.py). openflow-reactive runs on the
-# host only: on a slower host of this machine class (AMD EPYC, 2026-11-26) its
+# host only: on a slower host of this machine class (AMD EPYC) its
 # tests failed in both guests under full emulation, where every new 5-tuple
 # waits for the controller's packet-in round at the emulator's pace (Debian
 # 12: an iperf3 client not connected after 5 s; Debian 13, with 20 s allowed

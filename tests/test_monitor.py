@@ -439,7 +439,7 @@ def test_port_counters_agree_with_ip_and_tc(pair, tmp_path):
     # The root's backlog is its leaf's. `tc` reads them one after the other,
     # each under its own lock, not both at once, so on a busy port they can
     # differ by the packets that came or went in between. In a clean-clone CI
-    # run (2026-11-28) one of the five reads did (the values were not
+    # run one of the five reads did (the values were not
     # printed); in 50 reads by hand (10 runs of this test, 6 of them beside a
     # busy loop per core) none did. A few packets of the 20 the queue holds.
     qlens = [(htb["qlen"], pfifo["qlen"]) for _, _, (htb, pfifo) in reads]

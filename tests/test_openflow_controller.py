@@ -21,7 +21,7 @@ from tests.conftest import FULL_EMULATION, needs_root, nothing_left_behind, open
 # runs right after a fresh controller took over lose clients at start-up
 # (ARP unanswered, connect timing out), and how many varies: 14 and 11 of 16
 # flows carried in two clean-clone CI runs (comments below), then 8 and 11 in
-# both tries of one more (Debian 13 guest, 2026-11-28), failing CI; the CPU
+# both tries of one more (Debian 13 guest), failing CI; the CPU
 # was 66-81 %. What a stock kernel changes here is the datapath: Open
 # vSwitch forwarding in the kernel under our controller, which
 # test_fattree_net's openflow tests run in both guests. The failure and the
@@ -110,8 +110,8 @@ def openflow_net(tmp_path_factory):
 # controller), and both cases exercise it alike; they differ in how the
 # failure is noticed (ovs-vswitchd's inactivity probe, the harness's
 # watchdog), which is userspace and runs on the host. Under full emulation
-# the hang case took 78.90-102.90 s of each guest stage (clean-clone CI,
-# 2026-11-26), a stage that keeps CI over its 45 minutes.
+# the hang case took 78.90-102.90 s of each guest stage (clean-clone CI),
+# a stage that keeps CI over its 45 minutes.
 HANG_CASE = pytest.param(signal.SIGSTOP, id="hang", marks=pytest.mark.skipif(
     FULL_EMULATION, reason="the hang differs from the crash only in userspace: run on the host"))
 

@@ -53,7 +53,7 @@ def test_the_main_command_at_a_guest_sized_rate(tmp_path, tmp_path_factory, monk
     with its subflows. Fidelity (MPTCP-8 against TCP) is measured on the
     host, not here; so are the figures (tests/test_sweep.py, test_plot.py):
     --no-plots, because under full emulation drawing the five figures took
-    longer than both runs (Debian 12 guest, 2026-11-28: 116 s against
+    longer than both runs (Debian 12 guest: 116 s against
     86 s), and matplotlib is the venv's own wheel, the same on every kernel.
 
     At 1 Mb/s with 100-packet queues (1.2 s per hop) a 6.12 guest started
