@@ -37,8 +37,9 @@ SOURCES = {
 class Row:
     """One experiment. Dotted paths are "module:attribute", imported on use.
 
-    config_from: argv -> (config, parsed args), standard library only;
-    parser:      () -> its argparse parser (for --help and the option table);
+    config:      its config class, whose fields declare its options: the
+                 parser and `argv -> (config, args)` are made from it
+                 (harness/declared.py), standard library only;
     run:         an experiments.runner.Experiment subclass, or a function
                  cfg -> None for one that runs no network (`machine=False`);
     figure:      a module with draw_all(results, plots) and report_lines(results);
@@ -49,8 +50,7 @@ class Row:
     purpose: str
     reproduces: str                 # the paper's figure or study
     source: str                     # a key of SOURCES
-    config_from: str
-    parser: str
+    config: str
     run: str
     records: tuple[str, ...]        # globs of its run.json below a results folder
     layout: str                     # where its runs go, for the docs
@@ -59,6 +59,10 @@ class Row:
     machine: bool = True            # builds networks: root, the lock, the preflight
     delay: bool = False             # its links have delay or loss
     usage: str = ""                 # how it is typed, where not `NAME [options]`
+    # A parser and `argv -> (config, args)` of its own, instead of the ones
+    # made from `config` (the FatTree sweep's: its --help is the main one).
+    parser: str = ""
+    config_from: str = ""
 
     def load(self, attribute: str):
         """The object one of this row's dotted paths names."""
@@ -73,15 +77,15 @@ class Row:
 RECORD = "run.json"
 
 
-def experiment(name: str, purpose: str, reproduces: str, run: str, records: str | tuple[str, ...],
-               layout: str, source: str = "sigcomm11", **more) -> Row:
-    """A row whose parts have the usual names: harness.options' NAME_parser and
-    NAME_config_from_args, `run` in experiments/NAME.py (unless a dotted path),
-    figures/NAME.py, and its records' glob (or globs) below a results folder."""
+def experiment(name: str, purpose: str, reproduces: str, config: str, run: str,
+               records: str | tuple[str, ...], layout: str, source: str = "sigcomm11", **more) -> Row:
+    """A row whose parts are where they usually are: its config class in
+    experiments/config/NAME.py (or "module:Class" there), `run` in
+    experiments/NAME.py (unless a dotted path), figures/NAME.py, and its
+    records' glob (or globs) below a results folder."""
     globs = (records,) if isinstance(records, str) else records
     return Row(name, purpose, reproduces, source,
-               config_from=f"harness.options:{name}_config_from_args",
-               parser=f"harness.options:{name}_parser",
+               config=f"experiments.config.{config if ':' in config else f'{name}:{config}'}",
                run=run if ":" in run else f"experiments.{name}:{run}",
                records=tuple(f"{g}/{RECORD}" for g in globs), layout=layout,
                **{"figure": f"figures.{name}", **more})
@@ -91,53 +95,60 @@ NO_NETWORK = {"traffic": "experiments.plan:no_traffic", "machine": False}
 
 ROWS: dict[str, Row] = {row.name: row for row in (
     experiment("fattree", "TCP against MPTCP with 1..8 subflows on FatTree(k), per workload",
-               "Fig. 2-3; CS244 '13 Fig. 2-12", "FatTreeExperiment", ("*/*/*", "ft*/*/seed*/*"),
+               "Fig. 2-3; CS244 '13 Fig. 2-12", "SweepConfig", "FatTreeExperiment",
+               ("*/*/*", "ft*/*/seed*/*"),
                "ft<k>/<workload>/[seed<S>/]flows<N>/", usage="K [WORKLOAD] [options]",
+               parser="harness.options:fattree_parser",
+               config_from="harness.options:fattree_config_from_args",
                figure="plot"),   # plot.py draws the sweep's figures itself
     experiment("wifi3g", "WiFi + 3G: goodput against receive buffer, WiFi loss and RTT",
-               "NSDI 2012 Fig. 4 (CS244 '14)", "Wifi3GExperiment", "wifi3g/*/*/*",
+               "NSDI 2012 Fig. 4 (CS244 '14)", "Wifi3GConfig", "Wifi3GExperiment", "wifi3g/*/*/*",
                "wifi3g/<sweep>/<scheme>/<x>/", source="cs244-14",
                traffic="experiments.plan:sampled_traffic", delay=True),
     experiment("algorithms", "congestion controls compared on FatTree one_to_one", "Fig. 9-10",
+               "AlgorithmsConfig",
                "experiments.algorithms:CcCompareExperiment", "algorithms*/*/ft*/one_to_one/flows*",
                "algorithms<k>/<scheme>/ft<k>/one_to_one/flows<N>/"),
     experiment("hotspot", "a core link at a tenth of its rate mid-run, per congestion control",
-               "Fig. 11", "experiments.algorithms:CcCompareExperiment",
+               "Fig. 11", "algorithms:HotspotConfig", "experiments.algorithms:CcCompareExperiment",
                "hotspot*/*/ft*/one_to_one/flows*", "hotspot<k>/<scheme>/ft<k>/one_to_one/flows<N>/",
                figure="figures.algorithms"),
     experiment("dhft", "dual-homed FatTree: throughput against locality and load", "Fig. 14-16, 18",
-               "DhftExperiment", "dhft*/*/*/*", "dhft<k>[-seed<S>]/<sweep>/<scheme>/<x>/"),
+               "DhftConfig", "DhftExperiment", "dhft*/*/*/*", "dhft<k>[-seed<S>]/<sweep>/<scheme>/<x>/"),
     experiment("linkfailure", "a DHFT core link at a tenth of its rate mid-run, TCP against MPTCP",
-               "Fig. 19", "LinkFailureExperiment", "linkfailure*/*", "linkfailure<k>-<fabric>/<scheme>/"),
+               "Fig. 19", "LinkFailureConfig", "LinkFailureExperiment", "linkfailure*/*",
+               "linkfailure<k>-<fabric>/<scheme>/"),
     experiment("oversub", "4:1 oversubscribed FatTree: MPTCP's gain over TCP against load and "
-               "locality", "Fig. 7-8", "OversubExperiment", "oversub*/*/*/*/*",
+               "locality", "Fig. 7-8", "OversubConfig", "OversubExperiment", "oversub*/*/*/*/*",
                "oversub<k>[-seed<S>]/<sweep>/<matrix>/<scheme>/<x>/"),
     experiment("topologies", "FatTree, VL2 and BCube under a permutation, TCP against MPTCP",
-               "Fig. 4-5", "TopologiesExperiment", ("topologies/*/*/*", "topologies-seed*/*/*/*"),
+               "Fig. 4-5", "TopologiesConfig", "TopologiesExperiment",
+               ("topologies/*/*/*", "topologies-seed*/*/*/*"),
                "topologies[-seed<S>]/<topology>/permutation/flows<N>/"),
     experiment("manytoone", "BCube many-to-one: every host reads from its neighbours",
-               "§4.3.1 (BCube table)", "ManyToOneExperiment", "manytoone/*/*/reads",
+               "§4.3.1 (BCube table)", "ManyToOneConfig", "ManyToOneExperiment", "manytoone/*/*/reads",
                "manytoone/bcube<n>-<k>/<scheme>/reads/"),
     experiment("filesize", "time to open a connection and move one file, TCP against MPTCP",
-               "Fig. 17", "FilesizeExperiment", "filesize/*/*/*", "filesize/<link>/<scheme>/<size>pkts/",
+               "Fig. 17", "FilesizeConfig", "FilesizeExperiment", "filesize/*/*/*",
+               "filesize/<link>/<scheme>/<size>pkts/",
                traffic="experiments.plan:unknown_traffic", delay=True),
     experiment("shortflows", "short files by TCP beside long flows of each scheme", "Fig. 12",
-               "ShortflowsExperiment", "shortflows*/*", "shortflows<k>/<scheme>/"),
+               "ShortflowsConfig", "ShortflowsExperiment", "shortflows*/*", "shortflows<k>/<scheme>/"),
     experiment("scheduling", "Hedera's first fit against TCP over ECMP and MPTCP, closed-loop flows",
-               "Fig. 13", "SchedulingExperiment", "scheduling*/*",
+               "Fig. 13", "SchedulingConfig", "SchedulingExperiment", "scheduling*/*",
                "scheduling<k>[-x<F>]/<scheme>[-<interval>s]/"),
     experiment("transfers", "distributed file transfers: time until every receiver has its data",
-               "CS536 '13 Fig. 1, A.1-A.7", "TransfersExperiment", "transfers/*/*/*",
+               "CS536 '13 Fig. 1, A.1-A.7", "TransfersConfig", "TransfersExperiment", "transfers/*/*/*",
                "transfers/<nswitch or fattree>/<label>/flows<N>/", source="cs536-13",
                traffic="experiments.plan:unknown_traffic"),
     experiment("provisioned", "MPTCP over four provisioned paths, two link-disjoint, on long links",
-               "TNC 2013 Fig. 7, 8, 10", "ProvisionedExperiment", "provisioned-*/*",
+               "TNC 2013 Fig. 7, 8, 10", "ProvisionedConfig", "ProvisionedExperiment", "provisioned-*/*",
                "provisioned-<fabric>[-<variant>]/<scheme>/", source="tnc13", delay=True),
     experiment("model", "the subflow model's load variance against subflows, computed", "Fig. 6",
-               "write_model", "model", "model/", **NO_NETWORK),
+               "ModelConfig", "write_model", "model", "model/", **NO_NETWORK),
     experiment("flowlevel", "TCP against MPTCP-m on FatTree(k) up to 8192 hosts, a flow-level model",
-               "Fig. 2-3 (flow-level, 8192-host panel)", "write_flowlevel", "flowlevel/ft*",
-               "flowlevel/ft<k>/", **NO_NETWORK),
+               "Fig. 2-3 (flow-level, 8192-host panel)", "FlowLevelConfig", "write_flowlevel",
+               "flowlevel/ft*", "flowlevel/ft<k>/", **NO_NETWORK),
 )}
 
 

@@ -21,6 +21,7 @@ from base import catalogue
 from base.errors import ConfigError
 from base.files import check_folder_writable
 from base.lock import ExperimentLock
+from harness.declared import row_command
 from harness.shared_options import EXIT_BAD_INPUT, PROG
 
 # What a shell reports for a program that SIGPIPE ended (128 + 13).
@@ -34,10 +35,10 @@ class Command:
     row: catalogue.Row
 
     def parser(self) -> argparse.ArgumentParser:
-        return self.row.load("parser")()
+        return row_command(self.row)[0]()
 
     def config_from(self, argv: list[str]) -> tuple:
-        return self.row.load("config_from")(argv)
+        return row_command(self.row)[1](argv)
 
     @property
     def delay(self) -> bool:

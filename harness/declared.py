@@ -132,3 +132,11 @@ def command(name: str, cls, prog: str | None = None, epilog=None):
         args.notes = [n for n in notes if n]
         return cfg, args
     return parser, config_from
+
+
+def row_command(row):
+    """(parser, config_from) of a catalogue row: its own where it names them,
+    else made from the config class it names."""
+    if row.config_from:
+        return row.load("parser"), row.load("config_from")
+    return command(row.name, row.load("config"))

@@ -10,6 +10,7 @@ import sys
 from base import catalogue
 from base.errors import ConfigError
 from experiments import plan
+from harness.declared import row_command
 from harness.shared_options import PROG, OneLineParser
 
 # The arguments `list` reads each experiment's defaults with.
@@ -18,7 +19,7 @@ DEFAULT_ARGV = {"fattree": ["4"]}
 
 def defaults(row: catalogue.Row):
     """The experiment's config at its defaults."""
-    cfg, _ = row.load("config_from")(DEFAULT_ARGV.get(row.name, []))
+    cfg, _ = row_command(row)[1](DEFAULT_ARGV.get(row.name, []))
     return cfg
 
 

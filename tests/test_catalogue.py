@@ -13,6 +13,7 @@ import pytest
 import plot
 from base import catalogue, records
 from harness import cli
+from harness.declared import row_command
 from tests.conftest import ROOT, needs_root
 from tests.test_first_step import fresh_machine
 
@@ -34,7 +35,8 @@ def toy(monkeypatch):
 
 def test_every_row_points_at_what_exists():
     for row in catalogue.rows().values():
-        assert callable(row.load("config_from")) and callable(row.load("parser"))
+        parser, config_from = row_command(row)
+        assert callable(parser) and callable(config_from) and isinstance(row.load("config"), type)
         assert callable(row.load("traffic")), row.name
         assert row.source in catalogue.SOURCES, row.name
         assert row.records and all(r.endswith(records.RECORD) for r in row.records)

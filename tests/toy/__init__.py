@@ -4,6 +4,5 @@ with MPTCP_HARNESS_EXPERIMENTS=tests.toy and see it everywhere."""
 from base.catalogue import Row
 
 ROW = Row("toy", "counts to N, one run per number (a test's experiment)", "none (a test)", "sigcomm11",
-          config_from="tests.toy.config:config_from", parser="tests.toy.config:parser",
-          run="tests.toy.experiment:run", records=("toy/*/run.json",), layout="toy/<n>/",
+          config="tests.toy.config:ToyConfig", run="tests.toy.experiment:run", records=("toy/*/run.json",), layout="toy/<n>/",
           figure="tests.toy.figure", machine=False)

@@ -1,36 +1,22 @@
-"""The toy's options and config (standard library only, like every config)."""
+"""The toy's config: its options declared on its fields, as every config's
+(standard library only)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from base.errors import ConfigError
-from harness.shared_options import add_results_options, subcommand_parser
+from base.options import check_declared, option
 
 
 @dataclass(frozen=True)
 class ToyConfig:
-    count: int = 3
+    """A toy: one run per number."""
+    count: int = option(3, flag="--count", metavar="N", low=1, high=5, help="runs")
     time_s: float = 0.0
     results: Path = Path("results")
 
     def validate(self) -> None:
-        if not 1 <= self.count <= 5:
-            raise ConfigError(f"--count {self.count}: must be within 1..5")
+        check_declared(self)
 
     def points(self) -> list[int]:
         return list(range(1, self.count + 1))
-
-
-def parser():
-    p = subcommand_parser("toy", "A toy: one run per number.")
-    p.add_argument("--count", type=int, default=ToyConfig.count, help="runs (default: %(default)s)")
-    add_results_options(p)
-    return p
-
-
-def config_from(argv: list[str]):
-    args = parser().parse_args(argv)
-    cfg = ToyConfig(count=args.count, results=Path(args.results))
-    cfg.validate()
-    return cfg, args
