@@ -3,6 +3,7 @@
 
     plot.py [RESULTS_DIR] [--queue-run N ...]        (default: results)
     plot.py DIR1 DIR2 ... --into DIR                  (merge, then draw DIR)
+    plot.py RESULTS_DIR --baseline DIR                 (compare with other baselines)
 
 Reads the run folders of every experiment of the catalogue (base/catalogue.py;
 `run_mptcp.sh list` names them) below RESULTS_DIR, each with its run.json
@@ -10,7 +11,9 @@ and monitor samples (folders whose names start with '.' are runs still being
 written, and are ignored), and writes into RESULTS_DIR/plots/ each
 experiment's figures, drawn by its figure module; then RESULTS_DIR/report.md:
 every figure, and per FatTree topology and workload a table beside the
-paper's values. Each path written is printed.
+paper's values, and each run's headline numbers beside the baseline's
+(docs/baseline/, a default run of each experiment kept in the repository;
+figures/baseline.py). Each path written is printed.
 
 The FatTree sweep's figures (ft<k>/<workload>/flows<N>/) are drawn here:
 <topology>-<workload>-throughput.png (mean % of optimal per subflow count and
@@ -54,7 +57,7 @@ from figures.cpu import draw_cpu  # noqa: E402
 from figures.links import draw_link_util  # noqa: E402
 from figures.report import Section, write_report  # noqa: E402
 from figures.rtt import draw_rtt  # noqa: E402
-from figures import seeds  # noqa: E402
+from figures import baseline, seeds  # noqa: E402
 from figures.runs import NOTES, REFERENCE, RUN_DIR, Drawn, Run, group, load_runs, note, title  # noqa: E402,F401
 from figures.samples import backlog, load_each, port_utilisation, read_cpu, read_ports, read_rtt  # noqa: E402
 from figures.throughput import bar_heights, draw_throughput  # noqa: E402,F401
@@ -178,9 +181,10 @@ def figure_modules() -> dict[str, list[str]]:
 
 
 def draw_all(results: Path, queue_runs: list[int] | None = None,
-             shard_notes: list[str] = ()) -> Drawing | None:
+             shard_notes: list[str] = (), baselines: Path = baseline.BASELINES) -> Drawing | None:
     """Every figure and the report of a results directory (None: no run to
-    draw); `shard_notes`: the shards missing from it (base/merge.check)."""
+    draw); `shard_notes`: the shards missing from it (base/merge.check);
+    `baselines`: the folder of baselines its runs are set beside."""
     NOTES.clear()
     for text in shard_notes:
         note(text)
@@ -217,6 +221,7 @@ def draw_all(results: Path, queue_runs: list[int] | None = None,
         extra = seeds.report_lines(topology, workload, points, _written(out), results) + extra
     cpu, cpu_drawn = cpu_figures(sections, plots)
     report = results / "report.md"
+    extra += baseline.compare_lines(results, baselines)
     write_report(results, sections, cpu, list(NOTES), report, extra=extra)
     return Drawing(sections, cpu, cpu_drawn, _written(report), by_experiment)
 
@@ -238,7 +243,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queue-run", type=int, action="append", metavar="N",
                     help="subflow count whose queues to draw (repeatable; default: the smallest "
                          "and the largest with port samples)")
+    ap.add_argument("--baseline", type=Path, metavar="DIR",
+                    help="the baselines report.md sets the runs beside (default: the repository's "
+                         "docs/baseline)")
     args = ap.parse_args(argv)
+    if args.baseline is not None and not os.path.isdir(args.baseline):
+        ap.error(f"--baseline: {args.baseline} is not a folder of baselines")
     sources = args.results or [Path("results")]
     if len(sources) > 1 and args.into is None:
         ap.error("several results folders: name the folder to merge them into with --into DIR")
@@ -257,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         note(f"cannot merge into {args.into}: {e}")
         return 1
     try:
-        draw_all(results, args.queue_run, shard_notes)
+        draw_all(results, args.queue_run, shard_notes, args.baseline or baseline.BASELINES)
     except OSError as e:   # a figure or the report could not be written
         note(f"cannot write into {results}: {e}")
         return 1

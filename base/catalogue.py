@@ -63,6 +63,9 @@ class Row:
     # made from `config` (the FatTree sweep's: its --help is the main one).
     parser: str = ""
     config_from: str = ""
+    # The numbers of a run.json its baseline is compared on, as dotted keys
+    # ("summary.mean_pct"); a key ending in "pct" is in points, others relative.
+    headline: tuple[str, ...] = ()
 
     def load(self, attribute: str):
         """The object one of this row's dotted paths names."""
@@ -91,6 +94,8 @@ def experiment(name: str, purpose: str, reproduces: str, config: str, run: str,
                **{"figure": f"figures.{name}", **more})
 
 
+SWEEP_HEADLINE = ("summary.mean_pct", "summary.p10_pct", "cpu_mean_pct")
+RACK_HEADLINE = ("pct_of_host_links", "mean_flow_mbps", "cpu_mean_pct")
 NO_NETWORK = {"traffic": "experiments.plan:no_traffic", "machine": False}
 
 ROWS: dict[str, Row] = {row.name: row for row in (
@@ -100,50 +105,58 @@ ROWS: dict[str, Row] = {row.name: row for row in (
                "ft<k>/<workload>/[seed<S>/]flows<N>/", usage="K [WORKLOAD] [options]",
                parser="harness.options:fattree_parser",
                config_from="harness.options:fattree_config_from_args",
+               headline=SWEEP_HEADLINE + ("summary.min_pct",),
                figure="plot"),   # plot.py draws the sweep's figures itself
     experiment("wifi3g", "WiFi + 3G: goodput against receive buffer, WiFi loss and RTT",
                "NSDI 2012 Fig. 4 (CS244 '14)", "Wifi3GConfig", "Wifi3GExperiment", "wifi3g/*/*/*",
                "wifi3g/<sweep>/<scheme>/<x>/", source="cs244-14",
-               traffic="experiments.plan:sampled_traffic", delay=True),
+               traffic="experiments.plan:sampled_traffic", delay=True, headline=("goodput_mbps",)),
     experiment("algorithms", "congestion controls compared on FatTree one_to_one", "Fig. 9-10",
                "AlgorithmsConfig",
                "experiments.algorithms:CcCompareExperiment", "algorithms*/*/ft*/one_to_one/flows*",
-               "algorithms<k>/<scheme>/ft<k>/one_to_one/flows<N>/"),
+               "algorithms<k>/<scheme>/ft<k>/one_to_one/flows<N>/",
+               headline=SWEEP_HEADLINE),
     experiment("hotspot", "a core link at a tenth of its rate mid-run, per congestion control",
                "Fig. 11", "algorithms:HotspotConfig", "experiments.algorithms:CcCompareExperiment",
                "hotspot*/*/ft*/one_to_one/flows*", "hotspot<k>/<scheme>/ft<k>/one_to_one/flows<N>/",
-               figure="figures.algorithms"),
+               figure="figures.algorithms", headline=SWEEP_HEADLINE),
     experiment("dhft", "dual-homed FatTree: throughput against locality and load", "Fig. 14-16, 18",
-               "DhftConfig", "DhftExperiment", "dhft*/*/*/*", "dhft<k>[-seed<S>]/<sweep>/<scheme>/<x>/"),
+               "DhftConfig", "DhftExperiment", "dhft*/*/*/*", "dhft<k>[-seed<S>]/<sweep>/<scheme>/<x>/",
+               headline=RACK_HEADLINE),
     experiment("linkfailure", "a DHFT core link at a tenth of its rate mid-run, TCP against MPTCP",
                "Fig. 19", "LinkFailureConfig", "LinkFailureExperiment", "linkfailure*/*",
-               "linkfailure<k>-<fabric>/<scheme>/"),
+               "linkfailure<k>-<fabric>/<scheme>/",
+               headline=("hot_link.aggregate_kept", "pct_of_host_links")),
     experiment("oversub", "4:1 oversubscribed FatTree: MPTCP's gain over TCP against load and "
                "locality", "Fig. 7-8", "OversubConfig", "OversubExperiment", "oversub*/*/*/*/*",
-               "oversub<k>[-seed<S>]/<sweep>/<matrix>/<scheme>/<x>/"),
+               "oversub<k>[-seed<S>]/<sweep>/<matrix>/<scheme>/<x>/",
+               headline=RACK_HEADLINE),
     experiment("topologies", "FatTree, VL2 and BCube under a permutation, TCP against MPTCP",
                "Fig. 4-5", "TopologiesConfig", "TopologiesExperiment",
                ("topologies/*/*/*", "topologies-seed*/*/*/*"),
-               "topologies[-seed<S>]/<topology>/permutation/flows<N>/"),
+               "topologies[-seed<S>]/<topology>/permutation/flows<N>/",
+               headline=RACK_HEADLINE),
     experiment("manytoone", "BCube many-to-one: every host reads from its neighbours",
                "§4.3.1 (BCube table)", "ManyToOneConfig", "ManyToOneExperiment", "manytoone/*/*/reads",
-               "manytoone/bcube<n>-<k>/<scheme>/reads/"),
+               "manytoone/bcube<n>-<k>/<scheme>/reads/", headline=("read_pct_of_max", "cpu_mean_pct")),
     experiment("filesize", "time to open a connection and move one file, TCP against MPTCP",
                "Fig. 17", "FilesizeConfig", "FilesizeExperiment", "filesize/*/*/*",
                "filesize/<link>/<scheme>/<size>pkts/",
-               traffic="experiments.plan:unknown_traffic", delay=True),
+               traffic="experiments.plan:unknown_traffic", delay=True, headline=("median_ms", "p90_ms")),
     experiment("shortflows", "short files by TCP beside long flows of each scheme", "Fig. 12",
-               "ShortflowsConfig", "ShortflowsExperiment", "shortflows*/*", "shortflows<k>/<scheme>/"),
+               "ShortflowsConfig", "ShortflowsExperiment", "shortflows*/*", "shortflows<k>/<scheme>/",
+               headline=("mean_flow_mbps", "short.median_ms", "cpu_mean_pct")),
     experiment("scheduling", "Hedera's first fit against TCP over ECMP and MPTCP, closed-loop flows",
                "Fig. 13", "SchedulingConfig", "SchedulingExperiment", "scheduling*/*",
-               "scheduling<k>[-x<F>]/<scheme>[-<interval>s]/"),
+               "scheduling<k>[-x<F>]/<scheme>[-<interval>s]/", headline=("pct_of_optimal", "cpu_mean_pct")),
     experiment("transfers", "distributed file transfers: time until every receiver has its data",
                "CS536 '13 Fig. 1, A.1-A.7", "TransfersConfig", "TransfersExperiment", "transfers/*/*/*",
                "transfers/<nswitch or fattree>/<label>/flows<N>/", source="cs536-13",
-               traffic="experiments.plan:unknown_traffic"),
+               traffic="experiments.plan:unknown_traffic", headline=("completion_s", "cpu_mean_pct")),
     experiment("provisioned", "MPTCP over four provisioned paths, two link-disjoint, on long links",
                "TNC 2013 Fig. 7, 8, 10", "ProvisionedConfig", "ProvisionedExperiment", "provisioned-*/*",
-               "provisioned-<fabric>[-<variant>]/<scheme>/", source="tnc13", delay=True),
+               "provisioned-<fabric>[-<variant>]/<scheme>/", source="tnc13", delay=True,
+               headline=("goodput_mbps", "disjoint_share")),
     experiment("model", "the subflow model's load variance against subflows, computed", "Fig. 6",
                "ModelConfig", "write_model", "model", "model/", **NO_NETWORK),
     experiment("flowlevel", "TCP against MPTCP-m on FatTree(k) up to 8192 hosts, a flow-level model",
