@@ -10,9 +10,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 "$here/bootstrap.sh" --dev || { echo "run_tests.sh: error: set-up failed (see above)" >&2; exit 1; }
 cd "$here"
-# A hang guard, not a speed target: the host suite took 1100-1140 s on the
-# machines of earlier rounds and 1384 s on a slower one of the same class
-# (clean-clone CI, 2026-11-26); the guests run the guest-marked subset.
+# A hang guard, not a speed target: the host suite takes 1100-1400 s on
+# this machine class (clean-clone CI; docs/development.md); the guests run
+# the guest-marked subset.
 # The whole suite unless the arguments name what to run (a path, or a test
 # id path::name): `./run_tests.sh tests/test_lock.py` runs that file only. A
 # path given as an option's value (`--deselect tests/x.py`) names nothing.
