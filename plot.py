@@ -243,11 +243,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--queue-run", type=int, action="append", metavar="N",
                     help="subflow count whose queues to draw (repeatable; default: the smallest "
                          "and the largest with port samples)")
-    ap.add_argument("--baseline", type=Path, metavar="DIR",
+    ap.add_argument("--baseline", type=Path, metavar="DIR", default=baseline.BASELINES,
                     help="the baselines report.md sets the runs beside (default: the repository's "
                          "docs/baseline)")
     args = ap.parse_args(argv)
-    if args.baseline is not None and not os.path.isdir(args.baseline):
+    if not os.path.isdir(args.baseline):
         ap.error(f"--baseline: {args.baseline} is not a folder of baselines")
     sources = args.results or [Path("results")]
     if len(sources) > 1 and args.into is None:
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         note(f"cannot merge into {args.into}: {e}")
         return 1
     try:
-        draw_all(results, args.queue_run, shard_notes, args.baseline or baseline.BASELINES)
+        draw_all(results, args.queue_run, shard_notes, args.baseline)
     except OSError as e:   # a figure or the report could not be written
         note(f"cannot write into {results}: {e}")
         return 1
