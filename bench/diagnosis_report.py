@@ -49,8 +49,9 @@ where the throughput is missing.
 """
 from __future__ import annotations
 
-import math
+import itertools
 import statistics
+from collections import Counter
 
 import diagnosis_kernel as dk
 
@@ -213,16 +214,15 @@ def _share(num: float, den: float) -> float | None:
 
 
 def ranks(xs: list[float]) -> list[float]:
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    """Ranks from 1, ties sharing their average (statistics ranks only from Python 3.12)."""
+    order = sorted(range(len(xs)), key=xs.__getitem__)
     r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for m in range(i, j + 1):
-            r[order[m]] = (i + j) / 2 + 1
-        i = j + 1
+    done = 0
+    for _, tied in itertools.groupby(order, key=xs.__getitem__):
+        tied = list(tied)
+        for i in tied:
+            r[i] = done + (len(tied) + 1) / 2
+        done += len(tied)
     return r
 
 
@@ -230,11 +230,10 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
     """Rank correlation (average ranks for ties); None where undefined."""
     if len(xs) < 3 or len(xs) != len(ys):
         return None
-    rx, ry = ranks(xs), ranks(ys)
-    mx, my = statistics.fmean(rx), statistics.fmean(ry)
-    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
-    return round(num / den, 3) if den else None
+    try:
+        return round(statistics.correlation(ranks(xs), ranks(ys)), 3)
+    except statistics.StatisticsError:   # a constant list
+        return None
 
 
 def _sub_share(c: dict, key: str) -> float | None:
@@ -364,15 +363,8 @@ def placement_summary(paths: dict[int, dict]) -> dict:
         "below_expected_share": round(statistics.fmean(p["distinct"] < p["expected_distinct"]
                                                        for p in walked), 3),
         "below_expected_share_random": round(statistics.fmean(p["p_below_expected"] for p in walked), 3),
-        "histogram": _histogram([p["distinct"] for p in walked]),
+        "histogram": {str(x): n for x, n in sorted(Counter(p["distinct"] for p in walked).items())},
     }
-
-
-def _histogram(xs: list[int]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for x in sorted(xs):
-        out[str(x)] = out.get(str(x), 0) + 1
-    return out
 
 
 def over_time(trace: dict, baseline_mbps: float, bins: int = 10) -> list[dict]:
