@@ -28,8 +28,9 @@ def draw_link_util(topology: str, workload: str, runs: dict[int, Run],
     """Write the figure; `util` is {subflows: {panel: sorted utilisations (%)}} for
     the runs whose ports.csv could be used. Returns what was drawn (drawn_lines)."""
     fig, axes = plt.subplots(2, 2, figsize=(14, 8.8), layout="constrained")
+    # Three lines: the legend beside the panels takes the figure's right edge.
     fig.suptitle(f"{title(topology, workload, runs)}\nRank of link utilisation: each switch port's "
-                 f"mean transmit rate over the counted window ({window_text(runs)}), "
+                 f"mean transmit rate over the counted window\n({window_text(runs)}), "
                  f"% of the link rate (2013 Fig 4)", fontsize=10.5)
     handles = {}
     for ax, (panel, name) in zip(axes.flat, PANELS):
