@@ -3,7 +3,6 @@ root, no network: run records written as the harness writes them)."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -124,4 +123,38 @@ def test_a_results_folder_without_a_baseline_says_so(tmp_path):
     (tmp_path / "empty").mkdir()
     lines = baseline.compare_lines(mine, tmp_path / "empty")
     assert any(line.startswith("No baseline under") and "fattree" in line for line in lines)
-    shutil.rmtree(mine)
+
+
+def test_every_subcommand_has_its_baseline():
+    assert {p.name for p in SHIPPED} == set(catalogue.ROWS)
+
+
+def nested(headline: dict[str, float | None]) -> dict:
+    """A record holding the headline numbers at their dotted keys."""
+    doc: dict = {}
+    for key, value in headline.items():
+        *parents, leaf = key.split(".")
+        node = doc
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return doc
+
+
+@pytest.mark.parametrize("folder", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_each_baseline_compared_with_its_own_runs_finds_each_and_marks_none(folder, tmp_path):
+    """Records rebuilt from a baseline's summary, where the harness puts them:
+    every run finds its baseline point and no number is marked."""
+    runs = json.loads((folder / baseline.RUNS).read_text())["runs"]
+    for rel, run in runs.items():
+        path = tmp_path / rel / "run.json"
+        path.parent.mkdir(parents=True)
+        doc = {**nested(run["headline"]), "experiment": run["experiment"], "config": run["config"],
+               "valid": run["valid"], "flags": run["flags"]}
+        path.write_text(json.dumps(doc))
+    lines = baseline.compare_lines(tmp_path, baseline.BASELINES)
+    assert not any(line.startswith("No baseline under") for line in lines), lines
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| run ")]
+    assert not any("**differs**" in line or "not comparable" in line for line in table)
+    numbered = {rel for rel, run in runs.items() if any(v is not None for v in run["headline"].values())}
+    assert {line.strip("|").split("|")[0].strip() for line in table} >= numbered
