@@ -37,6 +37,14 @@ def _tier_positions(topo) -> dict[str, tuple[float, float]]:
     return pos
 
 
+def _save(fig, ax, path: Path) -> None:
+    """A picture has no axes: only what is drawn."""
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
 def draw_clos(topo, title: str, path: Path) -> None:
     pos = _tier_positions(topo)
     hosts = len(topo.hosts())
@@ -57,10 +65,7 @@ def draw_clos(topo, title: str, path: Path) -> None:
     ax.set_title(title, fontsize=10)
     ax.set_xlim(-0.1, 1.02)
     ax.set_ylim(-0.9, len(TIERS) - 0.5)
-    ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 def _link_text(params) -> str:
@@ -82,18 +87,14 @@ def draw_wifi3g(path: Path) -> None:
         ax.annotate(node, (x, y), ha="center", va="center", fontsize=9, color="white", zorder=3)
     ax.text(0.0, 0.32, "sender", ha="center", fontsize=8)
     ax.text(1.0, 0.32, "receiver", ha="center", fontsize=8)
-    for (name, params, y) in (("WiFi", WIFI, 1.0), ("3G", CELL, 0.0)):
-        ax.text(0.76, y * 0.5 + 0.25 + (0.12 if y else -0.12), f"{name}: {_link_text(params)}",
-                ha="left", va="center", fontsize=8)
+    for name, params, y in (("WiFi", WIFI, 0.87), ("3G", CELL, 0.13)):   # beside each path's last link
+        ax.text(0.76, y, f"{name}: {_link_text(params)}", ha="left", va="center", fontsize=8)
     ax.text(0.25, 0.5, f"access links\n{ACCESS.bw_mbps:g} Mb/s", ha="center", va="center", fontsize=7.5,
             color="#555555")
     ax.set_title("wifi3g: one sender and one receiver over a WiFi and a 3G path (defaults)", fontsize=10)
     ax.set_xlim(-0.15, 1.35)
     ax.set_ylim(-0.25, 1.25)
-    ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 # The path of a run: each step, and the code that does it.
@@ -125,18 +126,15 @@ def draw_run_path(path: Path) -> None:
             "everything the run made)", fontsize=9)
     ax.set_xlim(-0.01, len(RUN_STEPS) * (width + gap))
     ax.set_ylim(0.0, 1.05)
-    ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    _save(fig, ax, path)
 
 
 def draw_all(folder: Path = IMG) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     made = [folder / n for n in ("fattree4.png", "dhft4.png", "wifi3g.png", "run-path.png")]
     draw_clos(FatTree(k=4), "FatTree(4): 16 hosts, 20 switches, the node names a run uses", made[0])
-    draw_clos(DHFT(k=4), "Dual-homed FatTree(4) (dhft): each host on two edge switches, plane 0 (blue) and plane 1 (orange)",
-              made[1])
+    draw_clos(DHFT(k=4), "Dual-homed FatTree(4) (dhft): each host on two edge switches, "
+              "plane 0 (blue) and plane 1 (orange)", made[1])
     draw_wifi3g(made[2])
     draw_run_path(made[3])
     return made
