@@ -1,7 +1,8 @@
 """FatTree(k)'s hosts and path lengths by arithmetic, without building the
 Mininet topology: what the input check and `--plan` need on a machine where
 nothing but the standard library is installed. Names are dctopo.clos.FatTree's
-(h<pod>_<edge>_<i>); tests/test_capacity.py checks both agree."""
+(h<pod>_<edge>_<i>, e<pod>_<edge>, a<pod>_<agg>, c<j>); tests/test_placement.py
+checks that both agree."""
 from __future__ import annotations
 
 
@@ -12,6 +13,23 @@ class FatTreeShape:
     def hosts(self) -> list[str]:
         half = self.k // 2
         return sorted(f"h{p}_{e}_{i}" for p in range(self.k) for e in range(half) for i in range(half))
+
+    def switches(self) -> list[str]:
+        half = self.k // 2
+        return ([f"e{p}_{e}" for p in range(self.k) for e in range(half)]
+                + [f"a{p}_{a}" for p in range(self.k) for a in range(half)]
+                + [f"c{j}" for j in range(half * half)])
+
+    def links(self) -> list[tuple[str, str]]:
+        """Every link as (lower node, upper node): host-edge, edge-agg, agg-core."""
+        half = self.k // 2
+        out = []
+        for p in range(self.k):
+            for e in range(half):
+                out += [(f"h{p}_{e}_{i}", f"e{p}_{e}") for i in range(half)]
+                out += [(f"e{p}_{e}", f"a{p}_{a}") for a in range(half)]
+            out += [(f"a{p}_{a}", f"c{a * half + c}") for a in range(half) for c in range(half)]
+        return out
 
     @staticmethod
     def path_links(src: str, dst: str) -> int:

@@ -152,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
         command = commands()[name]
         cfg, args = command.config_from(rest)
         shard = command.shard_of(cfg, args)
+        if getattr(cfg, "servers", ()) and not args.plan:
+            raise ConfigError("--servers: running one network over several servers is not built "
+                              "yet; --plan shows how it would be placed")
         if args.validate_only:
             return 0
         if args.plan:

@@ -108,6 +108,7 @@ def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:
     est = plan.estimate(row.name, cfg, traffic, points, machine=row.machine)
     lines.append(f"estimate: {est.line()}")
     lines.append(f"results: {cfg.results}/{row.layout}")
+    lines += getattr(cfg, "plan_lines", list)()
     if row.name == "fattree":
         lines.append(capacity_line(cfg))
     return "\n".join(lines)

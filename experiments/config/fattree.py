@@ -10,6 +10,8 @@ from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
 from base.options import again, links, option
+from dctopo.fattree_shape import FatTreeShape
+from dctopo.placement import parse_servers, place_by_pod, plan_lines
 from dctopo.workloads import flow_count
 from experiments.config.common import (LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS, MAX_SUBFLOWS,
                                        RUN_MAX_S, RUN_S_AT_10MBPS, WORKLOADS, LongFlowSettings,
@@ -170,6 +172,10 @@ class SweepConfig(LongFlowSettings):
         None, flag="--schedule-interval", metavar="S", low=MIN_SCHEDULE_S, high=MAX_SCHEDULE_S, unit="s",
         default_text="off", help="with --fabric openflow-reactive: the controller also runs Hedera's "
         "first fit this often (paper Fig. 13: 5, 1, 0.5, 0.1)")
+    servers: tuple[str, ...] = option(
+        (), flag="--servers", metavar="LIST", parse=parse_servers, default_text="none: this machine",
+        help="comma list of ssh destinations to spread the network over, by pods; --plan shows the "
+             "placement and the links that cross (running over servers is not built yet)")
     fabric_note: str = ""             # why this fabric, when chosen by default
     cc_note: str = ""                 # why this congestion control, when the default fell back
 
@@ -230,11 +236,20 @@ class SweepConfig(LongFlowSettings):
             raise ConfigError(f"--schedule-interval with --fabric {self.fabric}: first fit "
                               "re-points the controller's per-flow entries, which only "
                               "--fabric openflow-reactive installs")
+        if self.servers:
+            self.placement()
         hosts = self.k ** 3 // 4
         for w in self.workloads:
             if (n := flow_count(w, hosts)) > MAX_FLOWS_PER_RUN:
                 raise ConfigError(f"{w} on FatTree({self.k}) has {n} flows; a run is capped at "
                                   f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
+
+    def placement(self):
+        return place_by_pod(FatTreeShape(self.k), self.servers)
+
+    def plan_lines(self) -> list[str]:
+        """What --plan adds for this sweep: the placement over --servers."""
+        return plan_lines(self.placement()) if self.servers else []
 
     def runs(self) -> list[RunConfig]:
         """Seed by seed (a network each), then workloads and subflow counts."""
