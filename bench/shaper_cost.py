@@ -83,10 +83,20 @@ def unshape(fabric: L3Fabric) -> None:
             run(["tc", "qdisc", "del", "dev", intf.name, "root"], 10, ns_pid=fabric.pid(node), check=False)
 
 
-def chain_cost(routers: int, flows: int, time_s: float, rate_mbps: float | None, logdir: Path) -> dict:
-    """One measurement on a fresh chain: rate None is unshaped."""
+def alternating(topo: Chain, servers: list) -> dict[str, str]:
+    """Each node of the chain on the other server from its neighbours: every link crosses."""
+    order = ["h0", *(f"r{i}" for i in range(len(topo.switches()))), "h1"]
+    return {node: servers[i % len(servers)].name for i, node in enumerate(order)}
+
+
+def chain_cost(routers: int, flows: int, time_s: float, rate_mbps: float | None, logdir: Path,
+               servers: list | None = None) -> dict:
+    """One measurement on a fresh chain: rate None is unshaped; with
+    `servers` (emulator.tunnels.Server), every link a tunnel between them."""
     topo = Chain(routers=routers)
     fabric = L3Fabric(topo, LinkParams(bw_mbps=rate_mbps or 10000.0, queue_pkts=100))
+    if servers:
+        fabric.spread(servers, alternating(topo, servers))
     procs = ProcessTracker()
     try:
         fabric.start()
@@ -105,7 +115,8 @@ def chain_cost(routers: int, flows: int, time_s: float, rate_mbps: float | None,
         fabric.stop()
     hops = topo.path_links("h0", "h1")
     goodput = sum(o.whole_mbps for o in outcomes)
-    gbit_hops = goodput * time_s / 1000 * hops
+    # Per frame on the wire: a tunnel's frames are smaller (emulator/tunnels.py).
+    gbit_hops = goodput * time_s / 1000 * hops * 1514 / fabric.frame_bytes
     above_idle = max(0.0, busy - idle_per_s * wall)
     cost = above_idle / gbit_hops if gbit_hops else None
     return {"goodput_mbps": goodput, "busy_pct": 100 * busy / wall / (os.cpu_count() or 1), "core_s": above_idle,

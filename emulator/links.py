@@ -27,13 +27,14 @@ from base.links import LinkParams
 # setting it avoids the kernel's "quantum is big" warning at high rates.
 FRAME_BYTES = 1514
 HTB_QUANTUM = FRAME_BYTES
-FRAME_BITS = FRAME_BYTES * 8
 
 
-def tc_batch(intf: str, link: LinkParams, netem: bool = False, host: bool = False) -> list[str]:
+def tc_batch(intf: str, link: LinkParams, netem: bool = False, host: bool = False,
+             frame_bytes: int = FRAME_BYTES) -> list[str]:
     """`tc -batch` lines shaping `intf`'s egress to the link's rate and queue,
     and, with `netem`, its delay, jitter and loss. `host`: the interface is
-    a host's, whose queue is bounded in bytes (module docstring)."""
+    a host's, whose queue is bounded in bytes (module docstring).
+    `frame_bytes`: the fabric's full frame (smaller where links are tunnels)."""
     rate = f"{link.bw_mbps:g}mbit"
     lines = [
         f"qdisc replace dev {intf} root handle 1: htb default 1",
@@ -41,18 +42,18 @@ def tc_batch(intf: str, link: LinkParams, netem: bool = False, host: bool = Fals
         f"quantum {HTB_QUANTUM}",
     ]
     if netem and link.impaired:
-        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: {netem_args(link)}")
+        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: {netem_args(link, frame_bytes)}")
     elif host:
-        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {host_queue_bytes(link)}")
+        lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {host_queue_bytes(link, frame_bytes)}")
     else:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {link.queue_pkts}")
     return lines
 
 
-def host_queue_bytes(link: LinkParams) -> int:
+def host_queue_bytes(link: LinkParams, frame_bytes: int = FRAME_BYTES) -> int:
     """A host's queue limit: `queue_pkts` MTU frames, in bytes as the qdisc
     counts them (a GSO packet counts every frame it will be split into)."""
-    return link.queue_pkts * FRAME_BYTES
+    return link.queue_pkts * frame_bytes
 
 
 def rate_change(intf: str, bw_mbps: float) -> list[str]:
@@ -63,15 +64,15 @@ def rate_change(intf: str, bw_mbps: float) -> list[str]:
             "rate", rate, "ceil", rate, "quantum", str(HTB_QUANTUM)]
 
 
-def netem_in_flight_pkts(link: LinkParams) -> int:
+def netem_in_flight_pkts(link: LinkParams, frame_bytes: int = FRAME_BYTES) -> int:
     """MTU frames the link's delay (and jitter) holds at its rate."""
-    return math.ceil(link.bw_mbps * 1e6 * (link.delay_ms + link.jitter_ms) / 1000 / FRAME_BITS)
+    return math.ceil(link.bw_mbps * 1e6 * (link.delay_ms + link.jitter_ms) / 1000 / (8 * frame_bytes))
 
 
-def netem_args(link: LinkParams) -> str:
+def netem_args(link: LinkParams, frame_bytes: int = FRAME_BYTES) -> str:
     """netem under the HTB class. Its limit counts the packets being delayed
     as well as those queued, so the delay line's share is added to the queue."""
-    args = f"netem limit {link.queue_pkts + netem_in_flight_pkts(link)}"
+    args = f"netem limit {link.queue_pkts + netem_in_flight_pkts(link, frame_bytes)}"
     if link.delay_ms:
         args += f" delay {link.delay_ms:g}ms"
         if link.jitter_ms:

@@ -15,6 +15,12 @@ class TwoHostsOneRouter(DCTopo):
             self.addLink(h, r, port1=0, port2=i, params1={"ip": f"10.9.0.{i + 2}/32"})
 
 
+def payload_share(fabric) -> float:
+    """TCP payload per full frame on the fabric's links: the MTU less IP and
+    TCP headers with timestamps (52 bytes), over the frame (1448 of 1514)."""
+    return (fabric.mtu - 52) / fabric.frame_bytes
+
+
 @contextlib.contextmanager
 def host_pair(path_manager: bool = False):
     """(fabric, processes, path manager or None): h0 - r0 - h1 at 20 Mb/s with

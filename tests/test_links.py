@@ -11,17 +11,14 @@ import pytest
 from experiments.config import LinkParams
 from emulator.fabrics.l3 import L3Fabric
 from emulator.links import host_queue_bytes, netem_in_flight_pkts, rate_change
+from emulator.tunnels import local_servers
 from base.procs import ProcessTracker, run
 from emulator.traffic.iperf_driver import IperfDriver
 from tests.conftest import FULL_EMULATION, needs_root, stock_kernel_path
-from tests.hostpair import TwoHostsOneRouter
+from tests.hostpair import TwoHostsOneRouter, payload_share
 from dctopo.workloads import Flow
 
 pytestmark = needs_root
-
-# TCP payload per full frame: 1448 bytes (with timestamps) of 1514 on the wire.
-PAYLOAD_SHARE = 1448 / 1514
-
 
 # The link rate: 20 Mb/s, or 8 under full emulation (conftest.FULL_EMULATION:
 # a TCG guest carried 15.5 Mb/s through a 20 Mb/s netem link). The queue
@@ -43,23 +40,28 @@ SLOW_MBPS = 5
 QUEUE_PKTS = 25
 FIFO_LINK = LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS)
 NETEM_LINK = LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS, delay_ms=1)
+# "tunnel": the fifo link with h0 and h1 on one server and r0 on another
+# (namespaces on a LAN here), so that both links are VXLAN tunnels.
 LINKS = {"fifo": (FIFO_LINK, "pfifo", QUEUE_PKTS),
-         "netem": (NETEM_LINK, "netem", QUEUE_PKTS + netem_in_flight_pkts(NETEM_LINK))}
+         "netem": (NETEM_LINK, "netem", QUEUE_PKTS + netem_in_flight_pkts(NETEM_LINK)),
+         "tunnel": (FIFO_LINK, "pfifo", QUEUE_PKTS)}
+SPREAD = {"h0": "srv0", "h1": "srv0", "r0": "srv1"}
 
 
-@pytest.fixture(params=["fifo", pytest.param("netem", marks=stock_kernel_path("netem"))])
+@pytest.fixture(params=["fifo", pytest.param("netem", marks=stock_kernel_path("netem")), "tunnel"])
 def pair(request, no_leftovers):
     link, queue_kind, queue_limit = LINKS[request.param]
     fabric = L3Fabric(TwoHostsOneRouter(), link)
     procs = ProcessTracker()
-    try:
+    with contextlib.ExitStack() as stack:
+        if request.param == "tunnel":
+            fabric.spread(stack.enter_context(local_servers(2)), SPREAD)
+        stack.callback(fabric.stop)
+        stack.callback(procs.stop_all)
         fabric.start()
         for h in fabric.hosts():
             run(["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"], 10, ns_pid=fabric.pid(h))
         yield fabric, procs, queue_kind, queue_limit
-    finally:
-        procs.stop_all()
-        fabric.stop()
 
 
 # A reading below the expected rate is taken again: once, or twice under full
@@ -102,7 +104,7 @@ def sampled(read, interval_s: float = 0.05):
 def test_rate_holds(pair, tmp_path, awake):
     fabric, procs, _, _ = pair
     driver = IperfDriver(fabric, procs)
-    expected = RATE_MBPS * PAYLOAD_SHARE
+    expected = RATE_MBPS * payload_share(fabric)
     seen = []
     # The shaper must never let more through; reaching the rate needs the
     # machine's CPU, which a busy VM host can withhold for a moment (steal
@@ -116,6 +118,10 @@ def test_rate_holds(pair, tmp_path, awake):
         if out.goodput_mbps >= RATE_REACHED * expected:
             break
     assert max(seen) >= RATE_REACHED * expected, seen
+    if fabric.where:    # tunnelled: the bytes crossed the servers' own LAN
+        srv0 = fabric.servers["srv0"]
+        stats = json.loads(run(["ip", "-s", "-j", "link", "show", "up0"], 5, ns_pid=srv0.ns_pid).stdout)
+        assert stats[0]["stats64"]["tx"]["bytes"] >= sum(seen) * 5e6 / 8
 
 
 def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
@@ -135,10 +141,11 @@ def test_queue_never_exceeds_its_limit(pair, tmp_path, awake):
     assert max(backlog) <= queue_limit, max(backlog)
     assert max(backlog) >= 20          # the queue did fill: the limit was what held it
     assert pfifo["drops"] > 0
-    assert pfifo["bytes"] / pfifo["packets"] <= 1514   # MTU frames, no superpackets
+    assert pfifo["bytes"] / pfifo["packets"] <= fabric.frame_bytes   # MTU frames, no superpackets
     # Never above the slowed rate; how close to it is test_rate_holds's concern
     # (with a retry for a starved VM), so here only a clearly wrong rate fails.
-    assert 0.8 * SLOW_MBPS * PAYLOAD_SHARE <= out.goodput_mbps <= QUEUE_TEST_OVER * SLOW_MBPS * PAYLOAD_SHARE
+    share = payload_share(fabric)
+    assert 0.8 * SLOW_MBPS * share <= out.goodput_mbps <= QUEUE_TEST_OVER * SLOW_MBPS * share
 
 
 def test_a_hosts_queue_holds_its_limit_in_frames_not_gso_packets(pair, tmp_path, awake):
@@ -154,8 +161,8 @@ def test_a_hosts_queue_holds_its_limit_in_frames_not_gso_packets(pair, tmp_path,
         [out] = driver.run(driver.endpoints([Flow("h0", "h1")]), mptcp=False, time_s=3,
                            logdir=tmp_path)
     assert out.error is None, out.error
-    limit = host_queue_bytes(FIFO_LINK)
-    assert limit == QUEUE_PKTS * 1514
+    limit = host_queue_bytes(FIFO_LINK, fabric.frame_bytes)
+    assert limit == QUEUE_PKTS * (1514 if not fabric.where else 1464)
     assert max(backlog) <= limit, (max(backlog), limit)
     assert max(backlog) >= limit // 2, max(backlog)     # it filled: the limit held it
     assert qdisc_stats(fabric, "h0", "h0-eth0")["htb"]["drops"] > 0

@@ -27,6 +27,7 @@ from mininet.node import Node
 
 from dctopo import DCTopo, Interface, Route, intf_name
 from emulator import links
+from emulator.tunnels import Server, tunnel_mtu, vxlan_end
 from base.links import LinkParams
 from emulator.delayline import DelayLine, QueueSpec
 from base.platform import netem_available
@@ -79,6 +80,10 @@ class Fabric:
         self.procs = ProcessTracker()
         self.delay_line: DelayLine | None = None
         self.delay_stats: list[dict] = []   # the delay line's, once stopped
+        self.servers: dict[str, Server] = {}   # spread(): each server by name
+        self.where: dict[str, str] = {}        # spread(): each node's server
+        self.mtu = 1500
+        self.tunnel_ends: set[str] = set()     # interfaces that are VXLAN ends
 
     # -- the contract ------------------------------------------------------
     def start(self) -> None:
@@ -136,6 +141,19 @@ class Fabric:
         """The host's first address (the one its flows use by default)."""
         return self.topo.host_addresses(host)[0]
 
+    def spread(self, servers: list[Server], where: dict[str, str]) -> None:
+        """Build this network over several servers, before start(): `where`
+        names each node's server, and a link between two servers is a tunnel
+        (emulator/tunnels.py). Every link then carries the tunnel's MTU."""
+        self.servers = {s.name: s for s in servers}
+        self.where = dict(where)
+        self.mtu = tunnel_mtu()
+
+    @property
+    def frame_bytes(self) -> int:
+        """A full frame on this fabric's links: its MTU and the Ethernet header."""
+        return self.mtu + 14
+
     # -- building ----------------------------------------------------------
     def _create_nodes(self) -> None:
         """One Mininet node (its own namespaces) per topology node."""
@@ -147,15 +165,31 @@ class Fabric:
         return None
 
     def _create_links(self) -> None:
-        lines = []
-        for src, dst, info in self.topo.links(withInfo=True):
-            ends = []
-            for node, port in ((src, info["port1"]), (dst, info["port2"])):
+        """veth pairs, made from the root namespace; where a link crosses
+        between servers, a VXLAN end made from each server's namespace."""
+        lines, tunnels = [], {}
+        mtu = f" mtu {self.mtu}" if self.mtu != 1500 else ""
+        for vni, (src, dst, info) in enumerate(self.topo.links(withInfo=True), 1):
+            ends = [(src, info["port1"]), (dst, info["port2"])]
+            if self.where and self.where[src] != self.where[dst]:
+                for (node, port), (peer, _) in zip(ends, ends[::-1]):
+                    local, remote = self.servers[self.where[node]], self.servers[self.where[peer]]
+                    tunnels.setdefault(local, []).extend(vxlan_end(
+                        intf_name(node, port), vni, local, remote, self.pid(node), self.mtu,
+                        self.mac(node, port)))
+                    self.tunnel_ends.add(intf_name(node, port))
+                continue
+            texts = []
+            for node, port in ends:
                 mac = self.mac(node, port)
-                ends.append(f"name {intf_name(node, port)}" + (f" address {mac}" if mac else "")
-                            + f" netns {self.pid(node)}")
-            lines.append(f"link add {ends[0]} type veth peer {ends[1]}")
-        run(["ip", "-batch", "-"], timeout=60, input="\n".join(lines) + "\n")
+                texts.append(f"name {intf_name(node, port)}" + (f" address {mac}" if mac else "")
+                             + f"{mtu} netns {self.pid(node)}")
+            lines.append(f"link add {texts[0]} type veth peer {texts[1]}")
+        if lines:
+            run(["ip", "-batch", "-"], timeout=60, input="\n".join(lines) + "\n")
+        for server, server_lines in tunnels.items():
+            run(["ip", "-batch", "-"], timeout=60, ns_pid=server.ns_pid,
+                input="\n".join(server_lines) + "\n")
 
     def _configure(self, name: str, script: list[str]) -> None:
         try:
@@ -219,12 +253,16 @@ class Fabric:
         arrivals to the delay line when it makes the delay."""
         netem = self.delay_backend == "netem"
         host = not self.topo.isSwitch(node)
-        tc = [line for intf in self.topo.interfaces(node)
-              for line in links.tc_batch(intf.name, self.link_of(intf), netem=netem, host=host)]
+        intfs = self.topo.interfaces(node)
+        tc = [line for intf in intfs for line in links.tc_batch(
+            intf.name, self.link_of(intf), netem=netem, host=host, frame_bytes=self.frame_bytes)]
         queued = [(s.intf, s.queue) for s in self.delay_line.specs
                   if s.ns_pid == self.pid(node)] if self.delay_line else []
+        # A VXLAN end merges arriving frames (GRO) into packets of up to 64 KB,
+        # which a switch's queue in packets would then hold by the dozen.
+        gro = [f"ethtool -K {i.name} gro off" for i in intfs if i.name in self.tunnel_ends]
         return [*_batch("tc", tc), *_batch("iptables-restore --noflush",
-                                           links.nfqueue_rules(queued))]
+                                           links.nfqueue_rules(queued)), *gro]
 
     # -- delay and loss without netem ------------------------------------------
     def _queue_specs(self) -> list[QueueSpec]:
