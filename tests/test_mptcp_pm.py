@@ -334,3 +334,66 @@ def test_api_guards():
     pm.close()  # idempotent
     with pytest.raises(RuntimeError):
         pm.attach("x", os.getpid())
+
+
+# A client whose handshake's last ACK and first data are lost: the server's
+# namespace drops those segments, and their retransmissions, for `hold` s;
+# then the client removes the rule itself. Prints whether its socket still answers
+# MPTCP_INFO (one that fell back to TCP fails with EOPNOTSUPP).
+LOSSY_CLIENT = r"""
+import json, socket, subprocess, sys, time
+laddr, lport, raddr, rport, hold, server_ns = (sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]),
+                                              float(sys.argv[5]), sys.argv[6])
+# 61 bytes and more: the ACK (72) and data (80) with MP_CAPABLE, not a bare ACK with a DSS (60).
+rule = ["INPUT", "-p", "tcp", "-s", laddr, "--dport", str(rport), "!", "--syn",
+        "-m", "length", "--length", "61:65535", "-j", "DROP"]
+iptables = ["ip", "netns", "exec", server_ns, "iptables", "-w", "5"]
+subprocess.run([*iptables, "-A", *rule], check=True, timeout=10)
+s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_MPTCP)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((laddr, lport))
+s.settimeout(8)
+s.connect((raddr, rport))
+s.sendall(b"ping")
+time.sleep(hold)
+subprocess.run([*iptables, "-D", *rule], check=True, timeout=10)
+echo = s.recv(16)
+try:
+    s.getsockopt(284, 1, 256)   # SOL_MPTCP, MPTCP_INFO
+    mptcp = True
+except OSError:                 # EOPNOTSUPP: the socket is plain TCP now
+    mptcp = False
+print(json.dumps({"echo": echo.decode(), "mptcp": mptcp}), flush=True)
+s.close()
+"""
+
+
+def test_a_lost_mp_capable_ack_makes_the_server_fall_back_to_tcp(net, pm):
+    # The client puts MP_CAPABLE only on segments at its first sequence
+    # number: the handshake's last ACK and the first data, and the data's
+    # retransmissions (here at 0.2, 0.4, 0.8, 1.7 s). With those lost, the
+    # server's SYN-ACK comes again after its 1 s timeout, and the client's
+    # duplicate ACK to it carries a DSS, not MP_CAPABLE: the server, still
+    # in SYN_RECV, completes the handshake as plain TCP. Traced on the
+    # server's link (kernel 6.18); a retransmission of the data that arrives
+    # first keeps the connection MPTCP. Full queues at a run's start do the
+    # same (`mptcp_fallback`).
+    cport, sport = 43100, 5300
+    before = {ns: mib(net, ns) for ns in (net.a, net.b)}
+    pm.expand(net.a, (net.ip[net.a], cport), (net.ip[net.b], sport), 2)
+    server = start_server(net, net.b, sport)
+    client = subprocess.Popen(["ip", "netns", "exec", net.a, PY, "-c", LOSSY_CLIENT, net.ip[net.a],
+                               str(cport), net.ip[net.b], str(sport), "1.3", net.b],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    net.procs.append(client)
+    report = json.loads(finish(client))
+    finish(server)
+    conns = wait_records(pm, lambda cs: any(c.closed for c in cs if c.ns == net.a))
+    after = {ns: mib(net, ns) for ns in (net.a, net.b)}
+
+    assert report == {"echo": "ping", "mptcp": False}
+    assert delta(after[net.b], before[net.b], "MPCapableFallbackACK") == 1
+    assert delta(after[net.a], before[net.a], "MPJoinSynTx") == 0
+    record = find(conns, net.a, server_side=False, client_port=cport)
+    assert record.established_at is None and record.creates_sent == 0
+    assert record.subflows_established == 1
