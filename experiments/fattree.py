@@ -25,7 +25,7 @@ from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
                                    first_fit_record, still_rising, levelled_outcomes,
-                                   flow_key, kernel_counters, run_flags, subflows_by_flow,
+                                   flow_key, flow_mptcp_fields, kernel_counters, run_flags,
                                    subflows_ready)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
 from experiments.startup import PhaseClock, clients_started_late, startup_record
@@ -243,7 +243,7 @@ class Sweep:
                 cpu: CpuMonitor, counters: dict[str, int], warmup: float) -> dict:
         """`warmup`: where counting started (a levelled warm-up's end)."""
         mptcp = rc.subflows > 1
-        subflows = subflows_by_flow(self.pm)
+        mptcp_fields = flow_mptcp_fields(self.pm, rc.subflows)
         flows = []
         for o in outcomes:
             f = o.endpoints
@@ -258,9 +258,7 @@ class Sweep:
                 "pct_optimal": round(100.0 * o.goodput_mbps / optimal, 2),
                 "mptcp": mptcp,
                 "subflows_requested": rc.subflows,
-                "subflows_established": (
-                    subflows.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0) if mptcp
-                    else 0 if o.error else 1),
+                **mptcp_fields(o),
                 "error": o.error,
             })
         problems = self.net.health_problems()

@@ -68,16 +68,29 @@ def closed_connections(pm: UserspacePM, timeout_s: float = 2.0) -> list[Connecti
         time.sleep(0.01)
 
 
-def subflows_by_flow(pm: UserspacePM) -> dict[tuple, int]:
-    """Subflows the kernel reported per client-side data connection, keyed
-    by (src ip, client port, dst ip, server port)."""
-    return {key: c.subflows_established for key, c in client_connections(pm).items()}
+def flow_mptcp_fields(pm: UserspacePM, subflows: int):
+    """A function of a flow's outcome giving its record's
+    `subflows_established` and `fell_back_to_tcp`. A data connection that
+    carried data but that the kernel never reported MPTCP-established fell
+    back to plain TCP: its handshake's MP_CAPABLE ACK and first data were
+    lost and the server completed the handshake without them
+    (tests/test_mptcp_pm.py, test_a_lost_mp_capable_ack_...), or, on kernels
+    before 6.14, its SYN went out without MP_CAPABLE after two losses."""
+    conns = client_connections(pm) if subflows > 1 else {}
+
+    def fields(o: FlowOutcome) -> dict:
+        if subflows <= 1:
+            return {"subflows_established": 0 if o.error else 1, "fell_back_to_tcp": False}
+        c = conns.get(flow_key(o.endpoints))
+        return {"subflows_established": c.subflows_established if c else 0,
+                "fell_back_to_tcp": o.goodput_mbps > 0 and (c is None or c.established_at is None)}
+    return fields
 
 
 def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu: CpuMonitor,
               counters: dict[str, int], window: tuple[float, float] | None = None) -> list[str]:
     """Why a run of long flows cannot be trusted, from its flow records
-    (goodput_mbps, subflows_established), its iperf3 outcomes, the CPU and
+    (goodput_mbps, subflows_established, fell_back_to_tcp), its iperf3 outcomes, the CPU and
     the MPTCP counters' change over the run; empty if it can."""
     flags = []
     if any(o.error and not o.timed_out for o in outcomes):
@@ -86,7 +99,10 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
         flags.append("timed_out")
     if any(fl["goodput_mbps"] <= 0 for fl in flows):
         flags.append("zero_goodput_flow")
-    if subflows > 1 and any(fl["subflows_established"] < subflows for fl in flows):
+    if subflows > 1 and any(fl.get("fell_back_to_tcp") for fl in flows):
+        flags.append("mptcp_fallback")
+    if subflows > 1 and any(fl["subflows_established"] < subflows and not fl.get("fell_back_to_tcp")
+                            for fl in flows):
         flags.append("subflows_missing")
     if subflows == 1 and counters.get("MPTcpExtMPCapableSYNTX", 0):
         flags.append("unexpected_mptcp")

@@ -14,7 +14,7 @@ from dctopo import DCTopo
 from emulator.network import Network
 from emulator.traffic.common import FlowEndpoints
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, flow_key, kernel_counters,
-                                   run_flags, subflows_by_flow, subflows_ready)
+                                   flow_mptcp_fields, run_flags, subflows_ready)
 from experiments.runner import Experiment
 from experiments.startup import PhaseClock, clients_started_late, startup_record
 from kernel import transport
@@ -184,7 +184,7 @@ class RackExperiment(Experiment):
                 sent: dict[int, int]) -> dict:
         cfg = self.cfg
         racks = net.topo.racks()
-        established = subflows_by_flow(net.pm)
+        mptcp_fields = flow_mptcp_fields(net.pm, subflows)
         link_mbps = cfg.link.bw_mbps * PAYLOAD_PER_FRAME
         flows = []
         for o in outcomes:
@@ -197,9 +197,7 @@ class RackExperiment(Experiment):
                 "pct_of_link": round(100.0 * o.goodput_mbps / link_mbps, 2),
                 "seconds": o.seconds, "whole_run_mbps": o.whole_mbps, "first_data_s": o.first_data_s,
                 "per_second_mbps": o.per_second_mbps or [],
-                "subflows_established": (
-                    established.get((f.src_ip, f.client_port, f.dst_ip, f.server_port), 0)
-                    if subflows > 1 else 0 if o.error else 1),
+                **mptcp_fields(o),
                 "error": o.error,
             })
         flags = run_flags(subflows, flows, outcomes, cpu, counters,

@@ -13,6 +13,7 @@ from emulator.fabrics.l3 import L3Fabric
 from experiments.longflows import PAYLOAD_PER_FRAME
 from emulator.traffic.common import FlowEndpoints
 from tests.conftest import ROOT, needs_root
+from tests.subflows import assert_subflows
 from dctopo.workloads import Flow, TrafficMatrix, make_rack_matrix
 
 
@@ -157,7 +158,7 @@ def test_small_experiment_draws_both_figures(tmp_path, no_leftovers):
     base = results / "dhft4"
     full = json.loads((base / "locality/mptcp_dhft/0pct/run.json").read_text())
     assert full["local_fraction"] == 0.0 and full["config"]["subflows"] == 2
-    assert all(f["subflows_established"] == 2 for f in full["flows"]), full["flags"]
+    assert_subflows(full, 2)
     assert min(full["interface_share"].values()) > 0.3      # both interfaces carry MPTCP
     tcp = json.loads((base / "locality/tcp_dhft/0pct/run.json").read_text())
     assert tcp["local_fraction"] == 0.0 and all(f["subflows_established"] == 1 for f in tcp["flows"])

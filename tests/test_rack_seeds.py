@@ -16,6 +16,7 @@ from experiments.config.oversub import OversubConfig
 from experiments.overseeds import OverSeeds, experiment_for, seed_folder
 from experiments.topologies import TopologiesExperiment
 from tests.conftest import ROOT, needs_root
+from tests.subflows import assert_subflows
 from tests.test_shards import plan
 
 SEEDED = (DhftConfig, OversubConfig, TopologiesConfig)
@@ -118,9 +119,7 @@ def test_a_topologies_run_over_two_seeds(tmp_path, no_leftovers):
     for where, rec in runs.items():
         assert rec["config"]["seed"] == int(where.split("/")[0].removeprefix("topologies-seed"))
         assert rec["config"]["seeds"] == [0, 1]
-        short = [(f["src"], f["dst"], f["subflows_established"], f["error"]) for f in rec["flows"]
-                 if f["subflows_established"] != rec["config"]["subflows"]]
-        assert not short, (where, rec["flags"], short)   # which flow, and what its run says of it
+        assert_subflows(rec, rec["config"]["subflows"])
     # Each seed is its own matrix.
     matrices = [runs[f"topologies-seed{s}/fattree/permutation/flows1"]["matrix"] for s in (0, 1)]
     assert matrices[0] != matrices[1]

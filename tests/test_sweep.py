@@ -8,6 +8,7 @@ import pytest
 
 from base.lock import LOCK_PATH
 from tests.conftest import ROOT, interrupt_after_first_run, needs_root, set_guard_calibration
+from tests.subflows import assert_subflows
 
 pytestmark = needs_root
 SCRIPT = str(ROOT / "run_mptcp.sh")
@@ -71,7 +72,7 @@ def test_sweep_writes_runs_and_figure(tmp_path, no_leftovers):
         for f in rec["flows"]:
             assert FLOW_FIELDS <= f.keys()
             assert f["seconds"] == 14 and f["goodput_mbps"] > 0
-            assert f["subflows_established"] == n
+        assert_subflows(rec, n)
         # The start-up, from the path manager's events: every connection and
         # all its subflows, within the run (TCP runs have no such events).
         start = rec["startup"]

@@ -100,3 +100,13 @@ def test_arp_table_overflows_are_summed_over_cpus_and_flag_a_run(tmp_path):
     # This kernel's file has the columns read.
     header = ARP_STATS.read_text().split("\n")[0].split()
     assert {"table_fulls", "forced_gc_runs"} <= set(header), header
+
+
+def test_a_flow_that_fell_back_to_tcp_is_told_apart_from_a_missing_join():
+    cpu = CpuMonitor(interval_s=1.0)
+    full = {"goodput_mbps": 1.0, "subflows_established": 4, "fell_back_to_tcp": False}
+    fell_back = {"goodput_mbps": 1.0, "subflows_established": 1, "fell_back_to_tcp": True}
+    short = {"goodput_mbps": 1.0, "subflows_established": 3, "fell_back_to_tcp": False}
+    assert run_flags(4, [full, full], [], cpu, {}) == []
+    assert run_flags(4, [full, fell_back], [], cpu, {}) == ["mptcp_fallback"]
+    assert run_flags(4, [short, fell_back], [], cpu, {}) == ["mptcp_fallback", "subflows_missing"]
