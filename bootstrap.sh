@@ -19,10 +19,11 @@ if ! flock -n 9; then
 fi
 
 apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps iptables
-              iputils-ping python3 python3-venv
+              iputils-ping python3 python3-venv openssh-client
               clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev make gcc libc6-dev)
 requirements=("$here/requirements.txt")
-[ "${1:-}" = "--dev" ] && requirements+=("$here/requirements-dev.txt")
+# The tests' servers run sshd in namespaces (tests/sshd.py).
+[ "${1:-}" = "--dev" ] && requirements+=("$here/requirements-dev.txt") && apt_packages+=(openssh-server)
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -47,11 +47,16 @@ def vxlan_end(intf: str, vni: int, local: Server, remote: Server, node_pid: int,
             f"link set {intf} netns {node_pid}"]
 
 
+COORDINATOR_ADDRESS = "10.254.0.254"   # this machine's own leg on local_servers' LAN
+
+
 @contextlib.contextmanager
-def local_servers(count: int):
+def local_servers(count: int, reachable: bool = False):
     """`count` Servers on this machine for tests and benchmarks: each a
     namespace (a Mininet node) with one veth on a bridge in a namespace of
-    its own, addressed 10.254.0.<i+1>/24. Removed on the way out."""
+    its own, addressed 10.254.0.<i+1>/24. `reachable`: the root namespace
+    gets a leg on that bridge too, at COORDINATOR_ADDRESS, as a coordinator
+    reaches its servers. Everything goes with the bridge's namespace."""
     from emulator.fabrics.common import NsNode
     lan = NsNode("srvlan", inNamespace=True)
     nodes = [NsNode(f"srv{i}", inNamespace=True) for i in range(count)]
@@ -60,7 +65,14 @@ def local_servers(count: int):
         for i, node in enumerate(nodes):
             lines += [f"link add s{i} type veth peer name up{i} netns {node.pid}",
                       f"link set s{i} master lan", f"link set s{i} up"]
+        leg = f"srvlan{lan.pid}"[:15]
+        if reachable:   # netns 1: the namespace of PID 1, the root one
+            lines += [f"link add c type veth peer name {leg} netns 1", "link set c master lan",
+                      "link set c up"]
         run(["ip", "-batch", "-"], timeout=30, ns_pid=lan.pid, input="\n".join(lines) + "\n")
+        if reachable:
+            run(["ip", "-batch", "-"], timeout=30,
+                input=f"addr add {COORDINATOR_ADDRESS}/24 dev {leg}\nlink set {leg} up\n")
         servers = []
         for i, node in enumerate(nodes):
             address = f"10.254.0.{i + 1}"

@@ -10,12 +10,12 @@ from dataclasses import dataclass
 # network, so everything the harness and bootstrap.sh need must be in the
 # image. The first group is bootstrap.sh's apt_packages (it checks them with
 # dpkg and would try apt-get without network if one were missing); keep the
-# two in step. mptcpd-plugins is listed because mmdebstrap skips Recommends.
+# two in step (openssh-server is its --dev list's). mptcpd-plugins is listed because mmdebstrap skips Recommends.
 BOOTSTRAP_PACKAGES = (
     "mininet", "openvswitch-switch", "iperf3", "mptcpd", "ethtool", "iproute2",
     "procps", "iptables", "iputils-ping", "python3", "python3-venv",
     "clang", "llvm", "bpftool", "libbpf-dev", "libelf-dev", "zlib1g-dev",
-    "make", "gcc", "libc6-dev",
+    "make", "gcc", "libc6-dev", "openssh-client", "openssh-server",
 )
 EXTRA_PACKAGES = (
     "systemd-sysv", "udev", "mptcpd-plugins", "mptcpize", "python3-pip",
