@@ -131,18 +131,29 @@ def show(label: str, m: dict) -> None:
           flush=True)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def chain_parser(doc: str, rates: str) -> argparse.ArgumentParser:
+    """The chain's options, for this benchmark and bench/tunnel_cost.py."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--routers", type=int, default=5)
     ap.add_argument("--flows", type=int, default=8)
     ap.add_argument("--time", type=float, default=10.0, help="seconds per measurement")
-    ap.add_argument("--rates", default="10000,1000,100,10", help="shaped rates, Mb/s")
-    ap.add_argument("--no-fattree", action="store_true", help="skip part 2")
-    args = ap.parse_args()
-    rates = [float(r) for r in args.rates.split(",") if r.strip()]
+    ap.add_argument("--rates", default=rates, help="shaped rates, Mb/s")
+    return ap
+
+
+def chain_header(args, first_column: str) -> list[float]:
+    """Print the chain's title and the table's head; the rates asked for."""
     print(f"=== a chain of {args.routers} routers ({args.routers + 1} links), {args.flows} Reno flows, "
           f"{args.time:g} s each, offloads off ===")
-    print(f"{'shaping':<28} {'Mb/s':>9} {'busy %':>7} {'core-s':>8} {'Gbit-hop':>9} {'us/pkt-hop':>10}")
+    print(f"{first_column:<28} {'Mb/s':>9} {'busy %':>7} {'core-s':>8} {'Gbit-hop':>9} {'us/pkt-hop':>10}")
+    return [float(r) for r in args.rates.split(",") if r.strip()]
+
+
+def main() -> int:
+    ap = chain_parser(__doc__, "10000,1000,100,10")
+    ap.add_argument("--no-fattree", action="store_true", help="skip part 2")
+    args = ap.parse_args()
+    rates = chain_header(args, "shaping")
     with tempfile.TemporaryDirectory(prefix="bench-shaper-") as tmp:
         for i, rate in enumerate([None, *rates]):
             label = "unshaped (no qdisc)" if rate is None else f"HTB + pfifo at {rate:g} Mb/s"

@@ -20,7 +20,6 @@ Exit status 0 whatever it measures: this measures, it does not test.
 """
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
 import sys
@@ -31,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from base.procs import run  # noqa: E402
-from bench.shaper_cost import chain_cost, show  # noqa: E402
+from bench.shaper_cost import chain_cost, chain_header, chain_parser, show  # noqa: E402
 from emulator.tunnels import local_servers  # noqa: E402
 
 
@@ -43,16 +42,8 @@ def tunnel_rtts(servers, count: int = 50) -> list[float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--routers", type=int, default=5)
-    ap.add_argument("--flows", type=int, default=8)
-    ap.add_argument("--time", type=float, default=10.0, help="seconds per measurement")
-    ap.add_argument("--rates", default="1000,10", help="shaped rates, Mb/s")
-    args = ap.parse_args()
-    rates = [float(r) for r in args.rates.split(",") if r.strip()]
-    print(f"=== a chain of {args.routers} routers ({args.routers + 1} links), {args.flows} Reno flows, "
-          f"{args.time:g} s each, offloads off ===")
-    print(f"{'links':<28} {'Mb/s':>9} {'busy %':>7} {'core-s':>8} {'Gbit-hop':>9} {'us/pkt-hop':>10}")
+    args = chain_parser(__doc__, "1000,10").parse_args()
+    rates = chain_header(args, "links")
     with tempfile.TemporaryDirectory(prefix="bench-tunnel-") as tmp, local_servers(2) as servers:
         rtts = tunnel_rtts(servers)
         if rtts:

@@ -144,9 +144,6 @@ class LinkFailureExperiment(RackExperiment):
     def run_dir(self, p: LinkFailurePoint):
         return p.run_dir(self.cfg.results, self.cfg.k, self.cfg.fabric)
 
-    def network_key(self, p: LinkFailurePoint) -> str:
-        return "dhft"
-
     def topology(self, key: str) -> DHFT:
         return DHFT(k=self.cfg.k, hosts_per_rack=self.cfg.rack_size)
 

@@ -19,7 +19,6 @@ per scheme (its congestion control is every host's default).
 """
 from __future__ import annotations
 
-import dataclasses
 import statistics
 from pathlib import Path
 
@@ -82,15 +81,11 @@ def relay_counters(net: RackNetwork) -> dict[str, int]:
 class ManyToOneExperiment(RackExperiment):
     name = "manytoone"
     MPTCP_SCHEMES = ("ewtcp", "lia", "olia", "uncoupled")
-
-    def network_key(self, p: ManyToOnePoint) -> str:
-        return p.cc
+    network_class = NeighbourNetwork
+    network_per_cc = True
 
     def topology(self, cc: str) -> BCube:
         return BCube(n=self.cfg.n, k=self.cfg.k)
-
-    def network(self, cc: str) -> RackNetwork:
-        return NeighbourNetwork(self.topology(cc), dataclasses.replace(self.cfg, cc=cc))
 
     def prepare(self, net: RackNetwork) -> None:
         cfg = self.cfg

@@ -79,9 +79,6 @@ class OversubExperiment(RackExperiment):
         record["fluid_model"] = self.fluid(p, [tuple(pair) for pair in record["matrix"]["flows"]])
         return record
 
-    def network_key(self, p: OversubPoint) -> str:
-        return "oversub"
-
     def topology(self, key: str) -> FatTree:
         return FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio)
 

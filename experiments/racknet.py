@@ -5,6 +5,7 @@ On single-homed hosts there is one plane and every subflow starts from the
 same address pair; ECMP hashes them by source port."""
 from __future__ import annotations
 
+import dataclasses
 import random
 import statistics
 import time
@@ -76,6 +77,10 @@ class RackExperiment(Experiment):
     MPTCP_SCHEMES, with the config's `subflows`) and its folder is named
     from the config's results and arity k."""
     MPTCP_SCHEMES: tuple[str, ...] = ()
+    network_class = RackNetwork
+    # One network for every point, or one per congestion control that the
+    # points compare: then a point's cc builds its network.
+    network_per_cc = False
 
     capacity = None       # the guard's verdict (experiments/capacity/guard.py), from admit()
 
@@ -86,8 +91,12 @@ class RackExperiment(Experiment):
         """The topology of the network `key` names (built or not)."""
         raise NotImplementedError
 
+    def network_key(self, p) -> str:
+        return p.cc if self.network_per_cc else self.name
+
     def network(self, key) -> RackNetwork:
-        return RackNetwork(self.topology(key), self.cfg)
+        cfg = dataclasses.replace(self.cfg, cc=key) if self.network_per_cc else self.cfg
+        return self.network_class(self.topology(key), cfg)
 
     def admit(self) -> None:
         """The capacity guard on the costliest run: every point's matrix on

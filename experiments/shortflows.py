@@ -18,7 +18,6 @@ drivers' logs.
 """
 from __future__ import annotations
 
-import dataclasses
 import random
 import statistics
 from pathlib import Path
@@ -43,15 +42,10 @@ SHORT_CC = "reno"               # the paper's short flows are single-path TCP
 class ShortflowsExperiment(RackExperiment):
     name = "shortflows"
     MPTCP_SCHEMES = ("uncoupled", "ewtcp", "lia")
-
-    def network_key(self, p: ShortflowsPoint) -> str:
-        return p.cc
+    network_per_cc = True
 
     def topology(self, cc: str) -> FatTree:
         return FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio)
-
-    def network(self, cc: str) -> RackNetwork:
-        return RackNetwork(self.topology(cc), dataclasses.replace(self.cfg, cc=cc))
 
     def prepare(self, net: RackNetwork) -> None:
         self.say(f"built FatTree({self.cfg.k}) oversubscribed {self.cfg.ratio}:1 with cc {net.cc}: "
