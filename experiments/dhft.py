@@ -42,10 +42,8 @@ class DhftExperiment(RackExperiment):
     def topology(self, topology: str):
         return TOPOLOGIES[topology](k=self.cfg.k, hosts_per_rack=self.cfg.hosts_per_rack)
 
-    def prepare(self, net: RackNetwork) -> None:
-        self.say(f"built {type(net.topo).__name__}({self.cfg.k}) on fabric "
-                 f"{net.fabric.name}: {len(net.fabric.hosts())} hosts, "
-                 f"{len(net.topo.switches())} switches, {net.topo.switch_ports()} switch ports")
+    def built_notes(self, net: RackNetwork) -> list[str]:
+        return [f"{net.topo.switch_ports()} switch ports"]
 
     def describe(self, p: DhftPoint) -> str:
         what = f"{p.x:.0%} rack-local" if p.sweep == "locality" else f"{p.x:g} connections per host"

@@ -147,10 +147,6 @@ class LinkFailureExperiment(RackExperiment):
     def topology(self, key: str) -> DHFT:
         return DHFT(k=self.cfg.k, hosts_per_rack=self.cfg.rack_size)
 
-    def prepare(self, net: RackNetwork) -> None:
-        self.say(f"built DHFT({self.cfg.k}) on fabric {net.fabric.name}: "
-                 f"{len(net.fabric.hosts())} hosts, {len(net.topo.switches())} switches")
-
     def describe(self, p: LinkFailurePoint) -> str:
         return (f"linkfailure{self.cfg.k} {SCHEME_LABELS[p.scheme]}, "
                 f"{self.cfg.time_s:g} s after {self.cfg.warmup:g} s warm-up")

@@ -82,10 +82,9 @@ class OversubExperiment(RackExperiment):
     def topology(self, key: str) -> FatTree:
         return FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio)
 
-    def prepare(self, net: RackNetwork) -> None:
-        self.say(f"built FatTree({self.cfg.k}) oversubscribed {self.cfg.ratio}:1 on fabric "
-                 f"{net.fabric.name}: {len(net.fabric.hosts())} hosts, "
-                 f"{self.cfg.hosts_per_rack} per rack, {net.topo.switch_ports()} switch ports")
+    def built_notes(self, net: RackNetwork) -> list[str]:
+        return [f"oversubscribed {self.cfg.ratio}:1", f"{self.cfg.hosts_per_rack} hosts per rack",
+                f"{net.topo.switch_ports()} switch ports"]
 
     def describe(self, p: OversubPoint) -> str:
         what = (f"{p.x:.0%} rack-local" if p.sweep == "locality"

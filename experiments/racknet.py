@@ -91,6 +91,15 @@ class RackExperiment(Experiment):
         """The topology of the network `key` names (built or not)."""
         raise NotImplementedError
 
+    def prepare(self, net: RackNetwork) -> None:
+        self.say(f"built {type(net.topo).__name__}({self.cfg.k}) on fabric {net.fabric.name} with cc "
+                 f"{net.cc}: {len(net.fabric.hosts())} hosts, {len(net.topo.switches())} switches"
+                 + "".join(f", {note}" for note in self.built_notes(net)))
+
+    def built_notes(self, net: RackNetwork) -> list[str]:
+        """What prepare()'s line adds about this experiment's network."""
+        return []
+
     def network_key(self, p) -> str:
         return p.cc if self.network_per_cc else self.name
 

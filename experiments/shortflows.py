@@ -47,9 +47,8 @@ class ShortflowsExperiment(RackExperiment):
     def topology(self, cc: str) -> FatTree:
         return FatTree(k=self.cfg.k, oversubscription=self.cfg.ratio)
 
-    def prepare(self, net: RackNetwork) -> None:
-        self.say(f"built FatTree({self.cfg.k}) oversubscribed {self.cfg.ratio}:1 with cc {net.cc}: "
-                 f"{len(net.fabric.hosts())} hosts")
+    def built_notes(self, net: RackNetwork) -> list[str]:
+        return [f"oversubscribed {self.cfg.ratio}:1"]
 
     def describe(self, p: ShortflowsPoint) -> str:
         cfg = self.cfg
