@@ -77,7 +77,7 @@ class SshServer:
         """Run `argv` on the server over the master connection. SshError
         (one line, naming the server) if the connection fails, the command
         times out, or with `check` it exits non-zero."""
-        if self._master is None or self._master.poll() is not None:
+        if self.closed():
             raise SshError(f"{self.destination}: the ssh connection is closed")
         try:
             done = subprocess.run([*self._argv("-T"), "--", shlex.join(argv)], input=input,
@@ -90,6 +90,19 @@ class SshServer:
             raise SshError(f"{self.destination}: {shlex.join(argv)[:60]} exited {done.returncode}: "
                            f"{detail[-1] if detail else 'no output'}")
         return done
+
+    def closed(self) -> bool:
+        """Whether the master connection is down (or was never opened)."""
+        return self._master is None or self._master.poll() is not None
+
+    def spawn(self, tracker: ProcessTracker, label: str, argv: list[str], **popen) -> subprocess.Popen:
+        """Start `argv` on the server over the master connection, tracked
+        here like a local process (`popen`: its stdin, stdout, stderr). It
+        ends when its ssh session does, whichever side ends it."""
+        if self.closed():
+            raise SshError(f"{self.destination}: the ssh connection is closed")
+        return tracker.spawn(label, [*self._argv("-T"), "--", shlex.join(argv)],
+                             death_signal=signal.SIGTERM, **popen)
 
     def close(self, tracker: ProcessTracker) -> None:
         """End the master connection (and every session on it). Idempotent."""

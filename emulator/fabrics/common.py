@@ -82,6 +82,7 @@ class Fabric:
         self.delay_stats: list[dict] = []   # the delay line's, once stopped
         self.servers: dict[str, Server] = {}   # spread(): each server by name
         self.where: dict[str, str] = {}        # spread(): each node's server
+        self.share: str | None = None          # spread(): the one server built here (None: all)
         self.mtu = 1500
         self.tunnel_ends: set[str] = set()     # interfaces that are VXLAN ends
 
@@ -91,7 +92,7 @@ class Fabric:
             self._create_nodes()
             self._create_links()
             self._start_delay_line()
-            for name in self.topo.nodes():
+            for name in self.built_here():
                 self._configure(name, self.node_script(name))
         except BaseException:
             self.stop()
@@ -141,13 +142,20 @@ class Fabric:
         """The host's first address (the one its flows use by default)."""
         return self.topo.host_addresses(host)[0]
 
-    def spread(self, servers: list[Server], where: dict[str, str]) -> None:
+    def spread(self, servers: list[Server], where: dict[str, str], share: str | None = None) -> None:
         """Build this network over several servers, before start(): `where`
         names each node's server, and a link between two servers is a tunnel
-        (emulator/tunnels.py). Every link then carries the tunnel's MTU."""
+        (emulator/tunnels.py). Every link then carries the tunnel's MTU.
+        `share`: build only that server's nodes and tunnel ends (a worker on
+        that server, emulator/worker.py); None: every server's, from here."""
         self.servers = {s.name: s for s in servers}
         self.where = dict(where)
+        self.share = share
         self.mtu = tunnel_mtu()
+
+    def built_here(self) -> list[str]:
+        """The nodes this process builds: all, or its server's share."""
+        return [n for n in self.topo.nodes() if self.share is None or self.where[n] == self.share]
 
     @property
     def frame_bytes(self) -> int:
@@ -157,7 +165,7 @@ class Fabric:
     # -- building ----------------------------------------------------------
     def _create_nodes(self) -> None:
         """One Mininet node (its own namespaces) per topology node."""
-        for name in self.topo.nodes():
+        for name in self.built_here():
             self.nodes[name] = NsNode(name, inNamespace=True)
 
     def mac(self, node: str, port: int) -> str | None:
@@ -171,8 +179,12 @@ class Fabric:
         mtu = f" mtu {self.mtu}" if self.mtu != 1500 else ""
         for vni, (src, dst, info) in enumerate(self.topo.links(withInfo=True), 1):
             ends = [(src, info["port1"]), (dst, info["port2"])]
+            if not {src, dst} & self.nodes.keys():
+                continue            # another server's link
             if self.where and self.where[src] != self.where[dst]:
                 for (node, port), (peer, _) in zip(ends, ends[::-1]):
+                    if node not in self.nodes:
+                        continue    # that end is another server's
                     local, remote = self.servers[self.where[node]], self.servers[self.where[peer]]
                     tunnels.setdefault(local, []).extend(vxlan_end(
                         intf_name(node, port), vni, local, remote, self.pid(node), self.mtu,
@@ -276,6 +288,8 @@ class Fabric:
             if not link.impaired:
                 continue
             for node, port in ((a, info["port1"]), (b, info["port2"])):
+                if node not in self.nodes:
+                    continue
                 specs.append(QueueSpec(ns_pid=self.pid(node), queue=port + 1,
                                        intf=intf_name(node, port), delay_ms=link.delay_ms,
                                        jitter_ms=link.jitter_ms, loss_pct=link.loss_pct,

@@ -1,0 +1,168 @@
+"""The coordinator's side of one network spread over several servers.
+
+Each server runs a worker (emulator/worker.py) from the same checkout,
+started over that server's one multiplexed ssh connection (base/ssh.py).
+The worker says who it is; a different commit is refused and a different
+kernel noted. Each builds its share of the placement (dctopo/placement.py),
+tunnels to the other servers included, and answers with its nodes' PIDs. A
+thread pings every worker every HEARTBEAT_S, so a worker whose coordinator
+is gone, or whose ssh connection no longer carries packets, removes its
+share by itself. `close()` asks every worker to stop and waits for it.
+Every error is one line naming its server (SshError).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import shlex
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from base.procs import ProcessTracker
+from base.ssh import SshError, SshServer
+from emulator.worker import CHECKOUT, HEARTBEAT_S, identity
+
+HELLO_TIMEOUT_S = 60        # ssh, Python and the harness's imports on a busy server
+BUILD_TIMEOUT_S = 300       # FatTree(8)'s share of one server takes seconds
+STOP_TIMEOUT_S = 60         # the teardown of a share
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A server as the coordinator reaches it: its name in the placement,
+    its ssh destination, and the address its tunnels use."""
+    name: str
+    destination: str
+    address: str
+
+
+@dataclass
+class Share:
+    remote: Remote
+    ssh: SshServer
+    proc: subprocess.Popen | None = None
+    identity: dict = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _buffer: bytes = b""
+
+    def error(self, why: str) -> SshError:
+        return SshError(f"{self.remote.destination}: {why}")
+
+    def send(self, kind: str, **body) -> None:
+        with self.lock:
+            self.proc.stdin.write((json.dumps({kind: body}) + "\n").encode())
+            self.proc.stdin.flush()
+
+    def receive(self, timeout_s: float) -> dict:
+        """The worker's next message; SshError if it ends or is silent."""
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise self.error(f"no answer from its worker within {timeout_s:g} s")
+            if select.select([fd], [], [], left)[0]:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise self.error(self.ended_why())
+                self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        message = json.loads(line)
+        if "error" in message:
+            raise self.error(message["error"]["why"])
+        return message
+
+    def ended_why(self) -> str:
+        """Why the worker or its connection ended, in a few words."""
+        if self.ssh.closed():
+            return "the ssh connection was lost"
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        # ssh exits 255 when the remote command was killed by a signal.
+        return f"its worker ended ({'killed' if code == 255 else f'exit status {code}'})"
+
+
+class Cluster:
+    """Workers on `remotes`, one share each; a context manager."""
+
+    def __init__(self, remotes: list[Remote], ssh_options: tuple[str, ...] = (),
+                 checkout: Path = CHECKOUT, say=print):
+        self.shares = [Share(r, SshServer(r.destination, ssh_options)) for r in remotes]
+        self.checkout = checkout
+        self.say = say
+        self.tracker = ProcessTracker()
+        self._stop_pinging = threading.Event()
+        self._pinger = threading.Thread(target=self._ping, daemon=True)
+
+    def __enter__(self) -> "Cluster":
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def start(self) -> None:
+        here = identity()
+        command = ["sh", "-c", f"cd {shlex.quote(str(self.checkout))} && "
+                               "exec .venv/bin/python -m emulator.worker"]
+        for share in self.shares:
+            share.ssh.open(self.tracker)
+            share.proc = share.ssh.spawn(self.tracker, f"worker {share.remote.name}", command,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            share.identity = share.receive(HELLO_TIMEOUT_S)["hello"]
+            if share.identity["commit"] != here["commit"]:
+                raise share.error(f"its checkout is at {share.identity['commit'][:12]}, this one "
+                                  f"at {here['commit'][:12]}: check out the same commit on every server")
+            if share.identity["kernel"] != here["kernel"]:
+                self.say(f"note: {share.remote.destination} runs kernel {share.identity['kernel']}, "
+                         f"this machine {here['kernel']}")
+        self._pinger.start()
+
+    def build(self, spec: dict, where: dict[str, str]) -> dict[str, tuple[str, int]]:
+        """Every share of `spec` (worker.build's, less the placement) built;
+        each node -> (its server, its PID there)."""
+        servers = [{"name": s.remote.name, "address": s.remote.address} for s in self.shares]
+        for share in self.shares:
+            share.send("build", **spec, servers=servers, where=where, share=share.remote.name)
+        located = {}
+        for share in self.shares:
+            share.pids = share.receive(BUILD_TIMEOUT_S)["built"]["pids"]
+            located.update({node: (share.remote.name, pid) for node, pid in share.pids.items()})
+        return located
+
+    def problems(self) -> dict[str, str]:
+        """Server -> why, for every worker that is no longer running."""
+        return {s.remote.destination: s.ended_why() for s in self.shares
+                if s.proc is not None and s.proc.poll() is not None}
+
+    def _ping(self) -> None:
+        while not self._stop_pinging.wait(HEARTBEAT_S):
+            for share in self.shares:
+                try:
+                    share.send("ping")
+                except (OSError, ValueError):   # ended: problems() says so
+                    pass
+
+    def close(self) -> None:
+        """Stop every worker (each removes its share), then the connections."""
+        self._stop_pinging.set()
+        live = [s for s in self.shares if s.proc is not None and s.proc.poll() is None]
+        for share in live:
+            try:
+                share.send("stop")
+            except (OSError, ValueError):
+                pass
+        self.tracker.wait([s.proc for s in live], time.monotonic() + STOP_TIMEOUT_S)
+        self.tracker.stop([s.proc for s in self.shares if s.proc is not None])
+        for share in self.shares:
+            share.ssh.close(self.tracker)

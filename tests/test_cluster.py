@@ -1,0 +1,148 @@
+"""One network over several servers: a worker per server over real ssh
+(emulator/cluster.py, emulator/worker.py), each building its share of
+FatTree(4) with VXLAN tunnels between the shares. The servers are
+namespaces on a LAN, each with its own sshd (tests/sshd.py). After every
+way a coordinator can end, each server holds nothing of ours."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from base.procs import run
+from base.ssh import SshError
+from dctopo.clos import FatTree
+from dctopo.fattree_shape import FatTreeShape
+from dctopo.placement import place_by_pod
+from emulator.cluster import Cluster, Remote
+from emulator.tunnels import local_servers
+from emulator.worker import HEARTBEAT_TIMEOUT_S
+from tests.conftest import ROOT, needs_root
+from tests.leftovers import Snapshot
+from tests.sshd import sshd_on
+
+pytestmark = needs_root
+
+SPEC = {"topology": "FatTree", "k": 4, "fabric": "l3", "seed": 0,
+        "link": {"bw_mbps": 10.0, "queue_pkts": 100}}
+SOURCE, TARGET = "h0_0_0", "h3_1_1"     # pod 0 (the first server) to pod 3 (the second)
+
+
+@pytest.fixture
+def servers(tmp_path, no_leftovers):
+    """(servers, ssh options, what they hold before any worker)."""
+    with local_servers(2, reachable=True) as servers, sshd_on(servers, tmp_path) as options:
+        yield servers, options, state(servers)
+
+
+def state(servers) -> tuple:
+    """Every process outside the root namespace but sshd's own (a session
+    process is the server's), and each server's interfaces."""
+    links = {s.name: {l["ifname"] for l in json.loads(run(["ip", "-j", "link", "show"], 10,
+                                                          ns_pid=s.ns_pid).stdout)}
+             for s in servers}
+    return {p for p in Snapshot.take().processes if not p[1].startswith("sshd")}, links
+
+
+def back_to(servers, before, timeout_s: float) -> float:
+    """Seconds until the servers hold only what they held before; fails after `timeout_s`."""
+    started = time.monotonic()
+    while (now := state(servers)) != before:
+        if time.monotonic() - started > timeout_s:
+            extra = {s: sorted(map(str, now[1][s] - before[1][s])) for s in now[1]}
+            pytest.fail(f"left on the servers: processes {sorted(now[0] - before[0])[:5]}, links {extra}")
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def remotes(servers) -> list[Remote]:
+    return [Remote(s.name, f"root@{s.address}", s.address) for s in servers]
+
+
+def placement(servers) -> dict[str, str]:
+    return place_by_pod(FatTreeShape(4), tuple(s.name for s in servers)).where
+
+
+def ping_across(cluster: Cluster, located: dict) -> str:
+    """Ping TARGET from SOURCE, in SOURCE's namespace on its server, over ssh."""
+    server, pid = located[SOURCE]
+    [share] = [s for s in cluster.shares if s.remote.name == server]
+    target = FatTree(k=4).host_addresses(TARGET)[0].split("/")[0]
+    return share.ssh.run(["nsenter", "-t", str(pid), "-n", "ping", "-n", "-c", "3", "-i", "0.2",
+                          "-W", "2", target], 30).stdout
+
+
+def test_fattree4_over_two_servers_forwards_between_them_and_leaves_nothing(servers):
+    servers, options, before = servers
+    where = placement(servers)
+    with Cluster(remotes(servers), options, say=lambda _: None) as cluster:
+        located = cluster.build(SPEC, where)
+        assert {n: s for n, (s, _) in located.items()} == where
+        assert all(s.identity["commit"] == cluster.shares[0].identity["commit"] for s in cluster.shares)
+        assert " 0% packet loss" in ping_across(cluster, located)
+        # A crossing link's end is a VXLAN device in its node's namespace.
+        [(node, _), *_] = place_by_pod(FatTreeShape(4), tuple(s.name for s in servers)).crossing()
+        server, pid = located[node]
+        kinds = run(["ip", "-d", "-j", "link", "show"], 10, ns_pid=pid).stdout
+        assert '"info_kind":"vxlan"' in kinds
+        assert not cluster.problems()
+    back_to(servers, before, 30)
+
+
+def test_a_killed_worker_removes_its_share_and_is_named(servers):
+    servers, options, before = servers
+    with Cluster(remotes(servers), options, say=lambda _: None) as cluster:
+        cluster.build(SPEC, placement(servers))
+        os.kill(cluster.shares[0].identity["pid"], signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not cluster.problems() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        [(name, why)] = cluster.problems().items()
+        assert name == f"root@{servers[0].address}" and why.startswith("its worker ended")
+    back_to(servers, before, 30)
+
+
+def test_a_cut_ssh_connection_ends_both_sides_within_a_minute(servers):
+    servers, options, before = servers
+    lost = servers[0]
+    with Cluster(remotes(servers), options, say=lambda _: None) as cluster:
+        cluster.build(SPEC, placement(servers))
+        drop = "\n".join(["*filter", "-I INPUT -p tcp --dport 22 -j DROP",
+                          "-I OUTPUT -p tcp --sport 22 -j DROP", "COMMIT", ""])
+        run(["iptables-restore", "--noflush"], 10, ns_pid=lost.ns_pid, input=drop)
+        cut = time.monotonic()
+        while not cluster.problems() and time.monotonic() - cut < 60:
+            time.sleep(0.5)
+        assert cluster.problems() == {f"root@{lost.address}": "the ssh connection was lost"}
+        with pytest.raises(SshError, match=rf"^root@{lost.address}: "):
+            cluster.shares[0].ssh.run(["true"], 10)
+    # The worker stops by itself once the pings stop reaching it.
+    back_to(servers, before, 60)
+    assert time.monotonic() - cut < HEARTBEAT_TIMEOUT_S + 60
+    # sshd's own session process waits for the lost client: end its socket.
+    run(["ss", "-K", "-t", "sport", "= :22"], 10, ns_pid=lost.ns_pid)
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "sigkill"])
+def test_a_coordinator_stopped_or_killed_leaves_nothing_on_the_servers(servers, how):
+    servers, options, before = servers
+    given = {"remotes": [r.__dict__ for r in remotes(servers)], "options": list(options),
+             "spec": SPEC, "where": placement(servers)}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "spread_coordinator.py"),
+                             json.dumps(given)], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout.readline().strip() == "built"
+        assert state(servers) != before
+        proc.send_signal(how)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    back_to(servers, before, 30)
