@@ -24,6 +24,13 @@ class LinkParams:
     # One-way propagation delay, its jitter (uniform within +-jitter, never
     # reordering) and random loss, each applied in both directions as
     # Mininet's TCLink does (emulator/links.py says how, with or without netem).
+    # Pure ACKs in a lane of their own on every port, as in the paper's
+    # packet-level simulator, whose ACKs go straight back to the sender
+    # (docs/experiments/fattree.md, "ACKs"). Off: ACKs queue with data, as
+    # in a real switch.
+    ack_lane: bool = option(False, flag="--ack-lane", help="give pure ACKs (packets under 128 "
+                            "bytes) a queue and rate of their own on every port, as the paper's "
+                            "simulator does; off, they share the data queue")
     delay_ms: float = option(0.0, flag="--delay", metavar="MS", help="one-way delay of a link in ms")
     jitter_ms: float = 0.0
     loss_pct: float = 0.0
@@ -44,6 +51,8 @@ class LinkParams:
             raise ConfigError(f"jitter {self.jitter_ms} ms: must be within 0..delay ({self.delay_ms} ms)")
         if not 0 <= self.loss_pct < 100:
             raise ConfigError(f"loss {self.loss_pct} %: must be within 0..100 %")
+        if self.ack_lane and self.impaired:
+            raise ConfigError("--ack-lane: only on links without delay, jitter or loss")
 
 
 def buffer_pkts(bw_mbps: float, buffer_ms: float) -> int:

@@ -47,7 +47,21 @@ def tc_batch(intf: str, link: LinkParams, netem: bool = False, host: bool = Fals
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {host_queue_bytes(link, frame_bytes)}")
     else:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {link.queue_pkts}")
-    return lines
+    return lines + (ack_lane(intf, rate) if link.ack_lane else [])
+
+
+ACK_LANE_PKTS = 1000
+# IPv4 total length below 128 bytes: its 16 bits with the top 9 clear.
+SMALL_IPV4 = "u32 match u16 0x0000 0xff80 at 2"
+
+
+def ack_lane(intf: str, rate: str) -> list[str]:
+    """A second HTB class, beside the data's and never borrowing from it,
+    for pure ACKs (and SYNs): they neither wait behind data nor take its rate."""
+    return [f"class replace dev {intf} parent 1: classid 1:2 htb rate {rate} ceil {rate} "
+            f"quantum {HTB_QUANTUM}",
+            f"qdisc replace dev {intf} parent 1:2 handle 20: pfifo limit {ACK_LANE_PKTS}",
+            f"filter add dev {intf} parent 1: protocol ip prio 1 {SMALL_IPV4} flowid 1:2"]
 
 
 def host_queue_bytes(link: LinkParams, frame_bytes: int = FRAME_BYTES) -> int:

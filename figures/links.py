@@ -6,7 +6,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from figures.drawing import save_figure, tagged_lines
-from figures.runs import Run, gaps_text, run_label, title, window_text
+from figures.runs import Run, gaps_text, run_label, figure_title, window_text
 from figures.style import subflow_color
 
 PANELS = (("all", "Every switch port"), ("core", "Core switch ports (core→agg)"),
@@ -29,7 +29,7 @@ def draw_link_util(topology: str, workload: str, runs: dict[int, Run],
     the runs whose ports.csv could be used. Returns what was drawn (drawn_lines)."""
     fig, axes = plt.subplots(2, 2, figsize=(14, 8.8), layout="constrained")
     # Three lines: the legend beside the panels takes the figure's right edge.
-    fig.suptitle(f"{title(topology, workload, runs)}\nRank of link utilisation: each switch port's "
+    fig.suptitle(f"{figure_title(topology, workload, runs)}\nRank of link utilisation: each switch port's "
                  f"mean transmit rate over the counted window\n({window_text(runs)}), "
                  f"% of the link rate (2013 Fig 4)", fontsize=10.5)
     handles = {}

@@ -8,7 +8,7 @@ from matplotlib.collections import LineCollection
 import numpy as np
 
 from figures.drawing import save_figure, tagged_lines
-from figures.runs import Run, gaps_text, run_label, title
+from figures.runs import Run, gaps_text, run_label, figure_title
 from figures.samples import Backlog
 from figures.style import FLAG_COLOR
 
@@ -46,7 +46,7 @@ def draw_queue(topology: str, workload: str, runs: dict[int, Run], backlogs: dic
     fig, axes = plt.subplots(len(chosen), 1, figsize=(13, 1.2 + 3.6 * len(chosen)), squeeze=False,
                              layout="constrained", sharex=True)
     some = runs[chosen[0]]
-    fig.suptitle(f"{title(topology, workload, runs)}\nQueue occupancy of the switch ports' egress queues "
+    fig.suptitle(f"{figure_title(topology, workload, runs)}\nQueue occupancy of the switch ports' egress queues "
                  f"over time, packets (limit {some.config.get('queue_pkts', '?')}) (2013 Fig 10, 12)",
                  fontsize=10)
     k = int(some.number("k", 0)) or None

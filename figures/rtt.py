@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from figures.drawing import save_figure
-from figures.runs import Run, flag_text, gaps_text, subflow_label, sweep, title, window_text
+from figures.runs import Run, flag_text, gaps_text, subflow_label, sweep, figure_title, window_text
 from figures.samples import RttStats
 from figures.style import FLAG_COLOR, subflow_color
 
@@ -33,7 +33,7 @@ def draw_rtt(topology: str, workload: str, runs: dict[int, Run], stats: dict[int
              skipped: dict[int, str], out: Path):
     """Write the figure; returns what it shows (drawn_rtt)."""
     fig, ax = plt.subplots(figsize=(10, 6), layout="constrained")
-    fig.suptitle(f"{title(topology, workload, runs)}\nRTT of the data subflows: the kernel's smoothed RTT "
+    fig.suptitle(f"{figure_title(topology, workload, runs)}\nRTT of the data subflows: the kernel's smoothed RTT "
                  f"(tcpi_rtt) read at the sender, not ping (2013 Fig 11)\n"
                  f"1 s samples over the counted window ({window_text(runs)})", fontsize=10)
     xs = sweep(runs)

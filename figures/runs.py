@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +206,11 @@ def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
             f"cc={common(runs, 'cc')}, {routing(runs)}")
 
 
+def figure_title(topology: str, workload: str, runs: dict[int, Run]) -> str:
+    """title(), wrapped to a figure's width."""
+    return textwrap.fill(title(topology, workload, runs), 130, break_long_words=False)
+
+
 def warmup(runs: dict[int, Run]) -> str:
     """The warm-up: fixed, shared by the runs; or, where each run's ended
     when its goodput levelled, the range of those ends."""
@@ -225,6 +231,10 @@ def routing(runs: dict[int, Run]) -> str:
         text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
     if any(driver_text(r.config) for r in runs.values()):
         text += f", driver={common(runs, 'driver')}"
+    lanes = {bool(r.config.get("ack_lane")) for r in runs.values()}
+    if lanes != {False}:
+        # ACKs outside the data queues, as the paper's simulator has them.
+        text += ", ACKs in a lane of their own" + (" (MIXED)" if len(lanes) > 1 else "")
     for key in HOST_SETTINGS:
         values = {r.config.get(key) for r in runs.values()}
         if values != {None}:

@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, subflow_label, title
+from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, subflow_label, figure_title
 from figures.style import INVALID_COLOR, REFERENCE_COLOR, scheme_style
 
 TCP, MPTCP = scheme_style("tcp"), scheme_style("mptcp")
@@ -71,7 +71,7 @@ def draw(topology: str, workload: str, points: dict[int, OverSeeds], out: Path) 
     fig, ax = plt.subplots(figsize=(8.5, 5.2), layout="constrained")
     every = {n: r for n, p in points.items() for r in p.runs[:1]}
     seeds = sorted({r.seed_dir.removeprefix("seed") for p in points.values() for r in p.runs}, key=int)
-    fig.suptitle(title(topology, workload, every) + f"\nmean over seeds {', '.join(seeds)}", fontsize=10)
+    fig.suptitle(figure_title(topology, workload, every) + f"\nmean over seeds {', '.join(seeds)}", fontsize=10)
     bars = ax.bar(present, [points[n].mean for n in present], width=0.7, edgecolor="black", linewidth=0.6,
                   color=[(TCP.colour if n == 1 else MPTCP.colour) if points[n].valid else INVALID_COLOR
                          for n in present], zorder=2)

@@ -7,7 +7,7 @@ import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, subflow_label, title
+from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, subflow_label, figure_title
 from figures.style import INVALID_COLOR, REFERENCE_COLOR, scheme_style
 
 TCP, MPTCP = scheme_style("tcp"), scheme_style("mptcp")
@@ -97,7 +97,7 @@ def draw_throughput(topology: str, workload: str, runs: dict[int, Run], out: Pat
     ref_source = REFERENCE_SOURCE.get((k, base), "")
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained",
                                       gridspec_kw={"width_ratios": [1.15, 1]})
-    fig.suptitle(title(topology, workload, runs), fontsize=11)
+    fig.suptitle(figure_title(topology, workload, runs), fontsize=11)
     draw_bars(left, runs, ref_pct, ref_source)
     draw_ranks(right, runs, ref_pct)
     out.parent.mkdir(parents=True, exist_ok=True)

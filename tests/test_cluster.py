@@ -146,3 +146,23 @@ def test_a_coordinator_stopped_or_killed_leaves_nothing_on_the_servers(servers, 
             proc.kill()
             proc.wait(timeout=10)
     back_to(servers, before, 30)
+
+
+def test_a_server_at_another_commit_is_refused_in_one_line(servers, tmp_path):
+    servers, options, before = servers
+    other = tmp_path / "checkout"          # the same code, one commit further
+    git = ["git", "-C", str(ROOT)]
+    subprocess.run([*git, "worktree", "add", "--detach", str(other), "HEAD"], check=True,
+                   capture_output=True, timeout=60)
+    try:
+        subprocess.run(["git", "-C", str(other), "-c", "user.name=test", "-c", "user.email=test@test",
+                        "commit", "-q", "--allow-empty", "-m", "another commit"], check=True, timeout=30)
+        (other / ".venv").symlink_to(ROOT / ".venv")
+        with pytest.raises(SshError) as caught:
+            with Cluster(remotes(servers)[:1], options, checkout=other, say=lambda _: None):
+                pass
+        assert str(caught.value).startswith(f"root@{servers[0].address}: its checkout is at ")
+        assert "\n" not in str(caught.value)
+    finally:
+        subprocess.run([*git, "worktree", "remove", "--force", str(other)], capture_output=True, timeout=60)
+    back_to(servers, before, 30)

@@ -166,3 +166,42 @@ def test_a_hosts_queue_holds_its_limit_in_frames_not_gso_packets(pair, tmp_path,
     assert max(backlog) <= limit, (max(backlog), limit)
     assert max(backlog) >= limit // 2, max(backlog)     # it filled: the limit held it
     assert qdisc_stats(fabric, "h0", "h0-eth0")["htb"]["drops"] > 0
+
+
+def class_packets(fabric, node, dev) -> dict[str, int]:
+    """Packets each HTB class of `dev` sent, by its leaf qdisc's counters
+    (10: under the data's class 1:1, 20: under the ACK lane's 1:2)."""
+    out = run(["tc", "-s", "-j", "qdisc", "show", "dev", dev], 5, ns_pid=fabric.pid(node)).stdout
+    leaves = {"10:": "1:1", "20:": "1:2"}
+    return {leaves[q["handle"]]: q["packets"] for q in json.loads(out) if q["handle"] in leaves}
+
+
+@pytest.mark.parametrize("lane", [False, True], ids=["shared", "ack-lane"])
+def test_the_ack_lane_takes_the_acks_and_leaves_the_data_queue_to_data(tmp_path, no_leftovers, lane):
+    """--ack-lane: at the router, the port towards the sender sends the
+    receiver's ACKs from a class of their own, the port towards the
+    receiver sends the data from the data's class."""
+    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS,
+                                                      ack_lane=lane))
+    procs = ProcessTracker()
+    try:
+        fabric.start()
+        for h in fabric.hosts():
+            run(["sysctl", "-q", "-w", "net.ipv4.tcp_congestion_control=reno"], 10, ns_pid=fabric.pid(h))
+        [out] = IperfDriver(fabric, procs).run(IperfDriver(fabric, procs).endpoints([Flow("h0", "h1")]),
+                                               mptcp=False, time_s=2, logdir=tmp_path)
+        assert out.error is None
+        ports = [class_packets(fabric, "r0", f"r0-eth{p}") for p in (0, 1)]
+    finally:
+        procs.stop_all()
+        fabric.stop()
+    # The port that sent the data faces the receiver (whichever end iperf3 made it).
+    to_receiver, to_sender = sorted(ports, key=lambda p: p["1:1"], reverse=True)
+    data = to_receiver["1:1"]
+    assert data > 1000
+    if lane:
+        # One ACK for every one or two segments (delayed ACKs), all in 1:2.
+        assert to_sender["1:2"] >= data / 2 * 0.9 and to_sender["1:1"] < data / 50
+        assert to_receiver["1:2"] < data / 50    # handshakes and iperf3's control messages
+    else:
+        assert "1:2" not in to_sender and to_sender["1:1"] >= data / 2 * 0.9
