@@ -24,6 +24,12 @@ class LinkParams:
     # One-way propagation delay, its jitter (uniform within +-jitter, never
     # reordering) and random loss, each applied in both directions as
     # Mininet's TCLink does (emulator/links.py says how, with or without netem).
+    # Switch queues bounded in bytes (queue_pkts full frames' worth), as a
+    # switch's buffer and the paper's simulator's queues are: an ACK then
+    # takes 66 bytes of it, not a packet's slot.
+    queue_bytes: bool = option(False, flag="--queue-bytes", help="bound the switches' queues in "
+                               "bytes too (PKTS full frames' worth), so that an ACK takes its size, "
+                               "not a packet's slot")
     # Pure ACKs in a lane of their own on every port, as in the paper's
     # packet-level simulator, whose ACKs go straight back to the sender
     # (docs/experiments/fattree.md, "ACKs"). Off: ACKs queue with data, as

@@ -7,7 +7,9 @@ kernel noted. Each builds its share of the placement (dctopo/placement.py),
 tunnels to the other servers included, and answers with its nodes' PIDs. A
 thread pings every worker every HEARTBEAT_S, so a worker whose coordinator
 is gone, or whose ssh connection no longer carries packets, removes its
-share by itself. `close()` asks every worker to stop and waits for it.
+share by itself. `probe()` measures every pair's round trip, which
+`tunnel_flags` holds against a frame's time on the links. `close()` asks
+every worker to stop and waits for it.
 Every error is one line naming its server (SshError).
 """
 from __future__ import annotations
@@ -29,6 +31,30 @@ from emulator.worker import CHECKOUT, HEARTBEAT_S, identity
 HELLO_TIMEOUT_S = 60        # ssh, Python and the harness's imports on a busy server
 BUILD_TIMEOUT_S = 300       # FatTree(8)'s share of one server takes seconds
 STOP_TIMEOUT_S = 60         # the teardown of a share
+
+
+PROBE_PINGS = 50
+# A tunnel is flagged where its one-way delay or its jitter reaches this
+# share of a full frame's time on the link: it then shapes what TCP sees.
+TUNNEL_SHARE_OF_FRAME = 0.5
+
+
+def tunnel_flags(probes: dict[str, dict], bw_mbps: float, frame_bytes: int) -> dict[str, str]:
+    """Run flags (flag -> why) for tunnels that add delay, jitter or loss
+    comparable to what the links themselves make."""
+    frame_ms = frame_bytes * 8 / (bw_mbps * 1000)
+    bound = TUNNEL_SHARE_OF_FRAME * frame_ms
+    slow = [f"{pair}: {p['avg_ms'] / 2:.3f} ms one way, jitter {p['mdev_ms']:.3f} ms"
+            for pair, p in probes.items() if p["avg_ms"] is not None
+            and max(p["avg_ms"] / 2, p["mdev_ms"]) >= bound]
+    lossy = [f"{pair}: {p['loss_pct']:g} % lost" for pair, p in probes.items() if p["loss_pct"] > 0]
+    flags = {}
+    if slow:
+        flags["tunnel_delay"] = (f"against {frame_ms:.3f} ms a frame at {bw_mbps:g} Mb/s: "
+                                 + "; ".join(slow))
+    if lossy:
+        flags["tunnel_loss"] = "; ".join(lossy)
+    return flags
 
 
 @dataclass(frozen=True)
@@ -101,17 +127,21 @@ class Cluster:
         self._pinger = threading.Thread(target=self._ping, daemon=True)
 
     def __enter__(self) -> "Cluster":
-        try:
-            self.start()
-        except BaseException:
-            self.close()
-            raise
+        self.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
 
     def start(self) -> None:
+        """Every worker started and checked; on any failure, all closed again."""
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> None:
         here = identity()
         command = ["sh", "-c", f"cd {shlex.quote(str(self.checkout))} && "
                                "exec .venv/bin/python -m emulator.worker"]
@@ -139,6 +169,19 @@ class Cluster:
             share.pids = share.receive(BUILD_TIMEOUT_S)["built"]["pids"]
             located.update({node: (share.remote.name, pid) for node, pid in share.pids.items()})
         return located
+
+    def probe(self, count: int = PROBE_PINGS) -> dict[str, dict]:
+        """"A -> B": the round trip from server A to B's address (the
+        tunnels' underlay), as worker.probe measures it, for every pair."""
+        for share in self.shares:
+            share.send("probe", count=count, addresses=[o.remote.address for o in self.shares
+                                                        if o is not share])
+        probes = {}
+        for share in self.shares:
+            by_address = share.receive(count * 0.02 + 30)["probed"]
+            probes.update({f"{share.remote.name} -> {o.remote.name}": by_address[o.remote.address]
+                           for o in self.shares if o is not share})
+        return probes
 
     def problems(self) -> dict[str, str]:
         """Server -> why, for every worker that is no longer running."""

@@ -9,7 +9,9 @@ without netem all three silently disappear. Here:
   frames only. At a host it counts bytes (`queue_pkts` MTU frames' worth),
   because a host's own TCP hands its qdisc GSO packets of up to 64 KB
   whatever the device offers (`offload_commands`), and a FIFO of 100 such
-  packets held seconds of traffic at 10 Mb/s (docs/methodology.md, item 3);
+  packets held seconds of traffic at 10 Mb/s (docs/methodology.md, item 3).
+  `queue_bytes` bounds a switch's in bytes too, and `ack_lane` gives pure
+  ACKs a class of their own (both as the paper's simulator has them);
 * delay, jitter and loss, where the link has any:
   - with sch_netem (`base.platform.netem_available()`), netem replaces the FIFO under the
     HTB class: the sending side delays, as Mininet does;
@@ -43,7 +45,7 @@ def tc_batch(intf: str, link: LinkParams, netem: bool = False, host: bool = Fals
     ]
     if netem and link.impaired:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: {netem_args(link, frame_bytes)}")
-    elif host:
+    elif host or link.queue_bytes:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: bfifo limit {host_queue_bytes(link, frame_bytes)}")
     else:
         lines.append(f"qdisc replace dev {intf} parent 1:1 handle 10: pfifo limit {link.queue_pkts}")

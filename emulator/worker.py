@@ -6,7 +6,8 @@ It speaks JSON, a message per line. It first says `hello` (its checkout's
 commit, kernel, Python). Then it takes `build` (topology, fabric, link,
 seed, the servers, each node's server and its own name) and builds its
 share with the fabric's own code (`Fabric.spread(..., share=)`), answering
-`built` with its nodes' PIDs; `stop` removes everything and ends it; every
+`built` with its nodes' PIDs; `probe` measures the round trip to the other servers;
+`stop` removes everything and ends it; every
 line, `ping` included, shows that the coordinator is alive.
 
 It removes what it built on `stop`, at the end of its input (the
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import select
 import signal
 import subprocess
@@ -52,6 +54,23 @@ def identity() -> dict:
             "python": platform.python_version(), "cpus": os.cpu_count() or 1}
 
 
+PING_INTERVAL_S = 0.02
+RTT_LINE = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
+LOSS = re.compile(r"([\d.]+)% packet loss")
+
+
+def probe(address: str, count: int) -> dict:
+    """Round trip to another server's address (the tunnels' underlay), by
+    `ping`: mean and spread (ping's mdev) in ms, and the share lost."""
+    done = subprocess.run(["ping", "-n", "-q", "-c", str(count), "-i", str(PING_INTERVAL_S),
+                           "-W", "1", address], capture_output=True, text=True,
+                          timeout=count * PING_INTERVAL_S + 10)
+    rtt, loss = RTT_LINE.search(done.stdout), LOSS.search(done.stdout)
+    return {"avg_ms": float(rtt.group(2)) if rtt else None,
+            "mdev_ms": float(rtt.group(4)) if rtt else None,
+            "loss_pct": float(loss.group(1)) if loss else 100.0}
+
+
 def build(spec: dict):
     """The fabric of `spec`'s share, started."""
     from dctopo import FatTree
@@ -77,6 +96,9 @@ class Worker:
 
     def handle(self, message: dict) -> bool:
         """Act on one message; False when the worker is done."""
+        if "probe" in message:
+            self.say("probed", **{a: probe(a, message["probe"]["count"])
+                                  for a in message["probe"]["addresses"]})
         if "build" in message:
             started = time.monotonic()
             try:

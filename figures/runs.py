@@ -231,6 +231,9 @@ def routing(runs: dict[int, Run]) -> str:
         text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
     if any(driver_text(r.config) for r in runs.values()):
         text += f", driver={common(runs, 'driver')}"
+    in_bytes = {bool(r.config.get("queue_bytes")) for r in runs.values()}
+    if in_bytes != {False}:
+        text += ", switch queues in bytes" + (" (MIXED)" if len(in_bytes) > 1 else "")
     lanes = {bool(r.config.get("ack_lane")) for r in runs.values()}
     if lanes != {False}:
         # ACKs outside the data queues, as the paper's simulator has them.

@@ -19,7 +19,7 @@ from base.ssh import SshError
 from dctopo.clos import FatTree
 from dctopo.fattree_shape import FatTreeShape
 from dctopo.placement import place_by_pod
-from emulator.cluster import Cluster, Remote
+from emulator.cluster import Cluster, Remote, tunnel_flags
 from emulator.tunnels import local_servers
 from emulator.worker import HEARTBEAT_TIMEOUT_S
 from tests.conftest import ROOT, needs_root
@@ -165,4 +165,17 @@ def test_a_server_at_another_commit_is_refused_in_one_line(servers, tmp_path):
         assert "\n" not in str(caught.value)
     finally:
         subprocess.run([*git, "worktree", "remove", "--force", str(other)], capture_output=True, timeout=60)
+    back_to(servers, before, 30)
+
+
+def test_every_pair_of_servers_is_probed_and_a_slow_tunnel_is_flagged(servers):
+    servers, options, before = servers
+    with Cluster(remotes(servers), options, say=lambda _: None) as cluster:
+        probes = cluster.probe(count=20)
+    assert set(probes) == {"srv0 -> srv1", "srv1 -> srv0"}
+    assert all(p["loss_pct"] == 0 and 0 < p["avg_ms"] < 5 for p in probes.values())
+    # A LAN on one machine is far below a frame's time at 10 Mb/s (1.2 ms),
+    # and far above it at 10 Gb/s (1.2 us).
+    assert tunnel_flags(probes, 10, 1464) == {}
+    assert set(tunnel_flags(probes, 10000, 1464)) == {"tunnel_delay"}
     back_to(servers, before, 30)

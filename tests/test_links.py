@@ -205,3 +205,15 @@ def test_the_ack_lane_takes_the_acks_and_leaves_the_data_queue_to_data(tmp_path,
         assert to_receiver["1:2"] < data / 50    # handshakes and iperf3's control messages
     else:
         assert "1:2" not in to_sender and to_sender["1:1"] >= data / 2 * 0.9
+
+
+def test_queue_bytes_bounds_a_switch_queue_in_frames_worth_of_bytes(no_leftovers):
+    fabric = L3Fabric(TwoHostsOneRouter(), LinkParams(bw_mbps=RATE_MBPS, queue_pkts=QUEUE_PKTS,
+                                                      queue_bytes=True))
+    try:
+        fabric.start()
+        leaf = qdisc_stats(fabric, "r0", "r0-eth0")
+    finally:
+        fabric.stop()
+    assert "bfifo" in leaf and "pfifo" not in leaf
+    assert leaf["bfifo"]["limit"] == QUEUE_PKTS * fabric.frame_bytes

@@ -75,6 +75,7 @@ class RunConfig:
             "bw_mbps": self.link.bw_mbps,
             "queue_pkts": self.link.queue_pkts,
             "offload": self.link.offload,
+            **({"queue_bytes": True} if self.link.queue_bytes else {}),
             **({"ack_lane": True} if self.link.ack_lane else {}),
             "time_s": self.time_s,
             "warmup_s": self.warmup_s,
@@ -144,7 +145,7 @@ class SweepConfig(LongFlowSettings):
     subflows: tuple[int, ...] = option(tuple(range(1, MAX_SUBFLOWS + 1)), flag="--subflows", metavar="LIST",
                                        parse=parse_subflows, default_text="1-8",
                                        help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP")
-    link: LinkParams = links("bw_mbps", "queue_pkts", "offload", "ack_lane",
+    link: LinkParams = links("bw_mbps", "queue_pkts", "offload", "queue_bytes", "ack_lane",
                                     factory=LinkParams)
     time_s: float | None = again(LongFlowSettings, "time_s", None, default_text=(
         f"{RUN_S_AT_10MBPS:g} at 10 Mb/s and above; below, {RUN_S_AT_10MBPS:g} x 10/bw up to {RUN_MAX_S:g}"))
