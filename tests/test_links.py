@@ -216,4 +216,4 @@ def test_queue_bytes_bounds_a_switch_queue_in_frames_worth_of_bytes(no_leftovers
     finally:
         fabric.stop()
     assert "bfifo" in leaf and "pfifo" not in leaf
-    assert leaf["bfifo"]["limit"] == QUEUE_PKTS * fabric.frame_bytes
+    assert leaf["bfifo"]["options"]["limit"] == QUEUE_PKTS * fabric.frame_bytes
