@@ -21,9 +21,6 @@ class LinkParams:
     # item 3).
     offload: bool = option(False, flag="--offload", help="leave TSO/GSO on at the hosts (switch "
                            "queue limits then count superpackets)")
-    # One-way propagation delay, its jitter (uniform within +-jitter, never
-    # reordering) and random loss, each applied in both directions as
-    # Mininet's TCLink does (emulator/links.py says how, with or without netem).
     # Switch queues bounded in bytes (queue_pkts full frames' worth), as a
     # switch's buffer and the paper's simulator's queues are: an ACK then
     # takes 66 bytes of it, not a packet's slot.
@@ -37,6 +34,9 @@ class LinkParams:
     ack_lane: bool = option(False, flag="--ack-lane", help="give pure ACKs (packets under 128 "
                             "bytes) a queue and rate of their own on every port, as the paper's "
                             "simulator does; off, they share the data queue")
+    # One-way propagation delay, its jitter (uniform within +-jitter, never
+    # reordering) and random loss, each applied in both directions as
+    # Mininet's TCLink does (emulator/links.py says how, with or without netem).
     delay_ms: float = option(0.0, flag="--delay", metavar="MS", help="one-way delay of a link in ms")
     jitter_ms: float = 0.0
     loss_pct: float = 0.0

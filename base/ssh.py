@@ -45,6 +45,10 @@ class SshServer:
                 "-S", str(self._folder / "master"), *KEEPALIVE, *self.options, *more,
                 self.destination]
 
+    def _remote(self, argv: list[str]) -> list[str]:
+        """The local command that runs `argv` on the server over the master."""
+        return [*self._argv("-T"), "--", shlex.join(argv)]
+
     def open(self, tracker: ProcessTracker, timeout_s: float = CONNECT_TIMEOUT_S + 5) -> None:
         """Start the master connection; SshError if it is not up in time."""
         # A folder of our own for the control socket: its path must stay
@@ -80,7 +84,7 @@ class SshServer:
         if self.closed():
             raise SshError(f"{self.destination}: the ssh connection is closed")
         try:
-            done = subprocess.run([*self._argv("-T"), "--", shlex.join(argv)], input=input,
+            done = subprocess.run(self._remote(argv), input=input,
                                   capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             raise SshError(f"{self.destination}: timed out after {timeout:g} s: "
@@ -101,8 +105,7 @@ class SshServer:
         ends when its ssh session does, whichever side ends it."""
         if self.closed():
             raise SshError(f"{self.destination}: the ssh connection is closed")
-        return tracker.spawn(label, [*self._argv("-T"), "--", shlex.join(argv)],
-                             death_signal=signal.SIGTERM, **popen)
+        return tracker.spawn(label, self._remote(argv), death_signal=signal.SIGTERM, **popen)
 
     def close(self, tracker: ProcessTracker) -> None:
         """End the master connection (and every session on it). Idempotent."""

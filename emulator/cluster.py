@@ -15,8 +15,6 @@ Every error is one line naming its server (SshError).
 from __future__ import annotations
 
 import json
-import os
-import select
 import shlex
 import subprocess
 import threading
@@ -26,7 +24,7 @@ from pathlib import Path
 
 from base.procs import ProcessTracker
 from base.ssh import SshError, SshServer
-from emulator.worker import CHECKOUT, HEARTBEAT_S, identity
+from emulator.worker import CHECKOUT, HEARTBEAT_S, PING_INTERVAL_S, Lines, identity
 
 HELLO_TIMEOUT_S = 60        # ssh, Python and the harness's imports on a busy server
 BUILD_TIMEOUT_S = 300       # FatTree(8)'s share of one server takes seconds
@@ -74,7 +72,7 @@ class Share:
     identity: dict = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    _buffer: bytes = b""
+    lines: Lines | None = None      # the worker's output
 
     def error(self, why: str) -> SshError:
         return SshError(f"{self.remote.destination}: {why}")
@@ -86,18 +84,11 @@ class Share:
 
     def receive(self, timeout_s: float) -> dict:
         """The worker's next message; SshError if it ends or is silent."""
-        deadline = time.monotonic() + timeout_s
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self.error(f"no answer from its worker within {timeout_s:g} s")
-            if select.select([fd], [], [], left)[0]:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    raise self.error(self.ended_why())
-                self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
+        line = self.lines.next(timeout_s)
+        if line is None:
+            raise self.error(f"no answer from its worker within {timeout_s:g} s")
+        if not line:
+            raise self.error(self.ended_why())
         message = json.loads(line)
         if "error" in message:
             raise self.error(message["error"]["why"])
@@ -149,6 +140,7 @@ class Cluster:
             share.ssh.open(self.tracker)
             share.proc = share.ssh.spawn(self.tracker, f"worker {share.remote.name}", command,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            share.lines = Lines(share.proc.stdout.fileno())
             share.identity = share.receive(HELLO_TIMEOUT_S)["hello"]
             if share.identity["commit"] != here["commit"]:
                 raise share.error(f"its checkout is at {share.identity['commit'][:12]}, this one "
@@ -178,7 +170,7 @@ class Cluster:
                                                         if o is not share])
         probes = {}
         for share in self.shares:
-            by_address = share.receive(count * 0.02 + 30)["probed"]
+            by_address = share.receive(count * PING_INTERVAL_S + 30)["probed"]
             probes.update({f"{share.remote.name} -> {o.remote.name}": by_address[o.remote.address]
                            for o in self.shares if o is not share})
         return probes

@@ -54,6 +54,31 @@ def identity() -> dict:
             "python": platform.python_version(), "cpus": os.cpu_count() or 1}
 
 
+class Lines:
+    """Messages, one per line, read from a file descriptor with a timeout.
+    By hand, not with a buffered file's readline(): select() sees only the
+    descriptor, so a second line already in a file's buffer would wait
+    unseen for the next byte to arrive."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.buffer = b""
+
+    def next(self, timeout_s: float) -> bytes | None:
+        """The next line; None after `timeout_s` of silence; b"" at the end of input."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return b""
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+
 PING_INTERVAL_S = 0.02
 RTT_LINE = re.compile(r"= ([\d.]+)/([\d.]+)/([\d.]+)/([\d.]+) ms")
 LOSS = re.compile(r"([\d.]+)% packet loss")
@@ -129,12 +154,12 @@ def serve(stdin=sys.stdin) -> str:
     why = "stopped"
     try:
         worker.say("hello", **identity(), pid=os.getpid())
+        lines = Lines(stdin.fileno())
         while True:
-            ready, _, _ = select.select([stdin], [], [], HEARTBEAT_TIMEOUT_S)
-            if not ready:
+            line = lines.next(HEARTBEAT_TIMEOUT_S)
+            if line is None:
                 why = f"nothing from the coordinator for {HEARTBEAT_TIMEOUT_S} s"
                 break
-            line = stdin.readline()
             if not line:
                 why = "the coordinator's connection closed"
                 break

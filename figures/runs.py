@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -231,13 +231,10 @@ def routing(runs: dict[int, Run]) -> str:
         text += f", first fit {shown}" + (" (MIXED)" if len(intervals) > 1 else "")
     if any(driver_text(r.config) for r in runs.values()):
         text += f", driver={common(runs, 'driver')}"
-    in_bytes = {bool(r.config.get("queue_bytes")) for r in runs.values()}
-    if in_bytes != {False}:
-        text += ", switch queues in bytes" + (" (MIXED)" if len(in_bytes) > 1 else "")
-    lanes = {bool(r.config.get("ack_lane")) for r in runs.values()}
-    if lanes != {False}:
-        # ACKs outside the data queues, as the paper's simulator has them.
-        text += ", ACKs in a lane of their own" + (" (MIXED)" if len(lanes) > 1 else "")
+    for key, shown in LINK_SETTINGS:
+        values = {bool(r.config.get(key)) for r in runs.values()}
+        if values != {False}:
+            text += f", {shown}" + (" (MIXED)" if len(values) > 1 else "")
     for key in HOST_SETTINGS:
         values = {r.config.get(key) for r in runs.values()}
         if values != {None}:
@@ -247,6 +244,8 @@ def routing(runs: dict[int, Run]) -> str:
     return text
 
 
+# Link settings a FatTree run may turn on (the paper's simulator's queues), named on its figures.
+LINK_SETTINGS = (("queue_bytes", "switch queues in bytes"), ("ack_lane", "ACKs in a lane of their own"))
 # Host settings a FatTree run may change from the kernel's (RunConfig), named on its figures.
 HOST_SETTINGS = ("notsent_lowat", "wmem_max")
 

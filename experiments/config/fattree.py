@@ -146,7 +146,7 @@ class SweepConfig(LongFlowSettings):
                                        parse=parse_subflows, default_text="1-8",
                                        help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP")
     link: LinkParams = links("bw_mbps", "queue_pkts", "offload", "queue_bytes", "ack_lane",
-                                    factory=LinkParams)
+                             factory=LinkParams)
     time_s: float | None = again(LongFlowSettings, "time_s", None, default_text=(
         f"{RUN_S_AT_10MBPS:g} at 10 Mb/s and above; below, {RUN_S_AT_10MBPS:g} x 10/bw up to {RUN_MAX_S:g}"))
     warmup_s: float | None = again(LongFlowSettings, "warmup_s", None, default_text=(
