@@ -29,6 +29,7 @@ from emulator.worker import CHECKOUT, HEARTBEAT_S, PING_INTERVAL_S, Lines, ident
 HELLO_TIMEOUT_S = 60        # ssh, Python and the harness's imports on a busy server
 BUILD_TIMEOUT_S = 300       # FatTree(8)'s share of one server takes seconds
 STOP_TIMEOUT_S = 60         # the teardown of a share
+ASK_TIMEOUT_S = 60          # a question during runs (counters, connections, resets)
 
 
 PROBE_PINGS = 50
@@ -73,6 +74,7 @@ class Share:
     pids: dict[str, int] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     lines: Lines | None = None      # the worker's output
+    registers_cc: bool = False      # the one worker of its kernel that registers the algorithms
 
     def error(self, why: str) -> SshError:
         return SshError(f"{self.remote.destination}: {why}")
@@ -93,6 +95,12 @@ class Share:
         if "error" in message:
             raise self.error(message["error"]["why"])
         return message
+
+    def ask(self, kind: str, timeout_s: float = ASK_TIMEOUT_S, **body) -> dict:
+        """The body of the worker's answer to one message."""
+        self.send(kind, **body)
+        [answer] = self.receive(timeout_s).values()
+        return answer
 
     def ended_why(self) -> str:
         """Why the worker or its connection ended, in a few words."""
@@ -154,8 +162,13 @@ class Cluster:
         """Every share of `spec` (worker.build's, less the placement) built;
         each node -> (its server, its PID there)."""
         servers = [{"name": s.remote.name, "address": s.remote.address} for s in self.shares]
+        # Registering a congestion control is kernel-wide: once per kernel.
+        kernels = {}
         for share in self.shares:
-            share.send("build", **spec, servers=servers, where=where, share=share.remote.name)
+            share.registers_cc = kernels.setdefault(share.identity["boot"], share) is share
+        for share in self.shares:
+            share.send("build", **spec, servers=servers, where=where, share=share.remote.name,
+                       register_cc=share.registers_cc)
         located = {}
         for share in self.shares:
             share.pids = share.receive(BUILD_TIMEOUT_S)["built"]["pids"]
@@ -175,6 +188,23 @@ class Cluster:
                            for o in self.shares if o is not share})
         return probes
 
+    def ask(self, kind: str, timeout_s: float = ASK_TIMEOUT_S, **body) -> dict[str, dict]:
+        """Every worker's answer to one message, by server name."""
+        for share in self.shares:
+            share.send(kind, **body)
+        return {share.remote.name: [*share.receive(timeout_s).values()][0] for share in self.shares}
+
+    def share(self, name: str) -> Share:
+        [share] = [s for s in self.shares if s.remote.name == name]
+        return share
+
+    def kernels(self) -> dict[str, list[str]]:
+        """Boot id -> the servers that share that kernel (one machine)."""
+        out: dict[str, list[str]] = {}
+        for share in self.shares:
+            out.setdefault(share.identity["boot"], []).append(share.remote.name)
+        return out
+
     def problems(self) -> dict[str, str]:
         """Server -> why, for every worker that is no longer running."""
         return {s.remote.destination: s.ended_why() for s in self.shares
@@ -189,15 +219,19 @@ class Cluster:
                     pass
 
     def close(self) -> None:
-        """Stop every worker (each removes its share), then the connections."""
+        """Stop every worker (each removes its share), then the connections.
+        The workers that registered the algorithms go last: the others'
+        namespaces hold them until they are gone."""
         self._stop_pinging.set()
-        live = [s for s in self.shares if s.proc is not None and s.proc.poll() is None]
-        for share in live:
-            try:
-                share.send("stop")
-            except (OSError, ValueError):
-                pass
-        self.tracker.wait([s.proc for s in live], time.monotonic() + STOP_TIMEOUT_S)
+        for last in (False, True):
+            live = [s for s in self.shares if s.proc is not None and s.proc.poll() is None
+                    and s.registers_cc == last]
+            for share in live:
+                try:
+                    share.send("stop")
+                except (OSError, ValueError):
+                    pass
+            self.tracker.wait([s.proc for s in live], time.monotonic() + STOP_TIMEOUT_S)
         self.tracker.stop([s.proc for s in self.shares if s.proc is not None])
         for share in self.shares:
             share.ssh.close(self.tracker)

@@ -55,11 +55,15 @@ def _reset_tcp_sockets(ns_pid: int) -> list[str]:
 class Network:
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
                  fabric: str = "l3", log_dir: Path | None = None, driver: str = "iperf3",
-                 fabric_options: dict | None = None, host_settings: dict[str, str] | None = None):
+                 fabric_options: dict | None = None, host_settings: dict[str, str] | None = None,
+                 share: tuple | None = None, register_cc: bool = True):
         """`fabric_options`: keyword arguments for the fabric's class (e.g.
         the openflow controller's `schedule_interval_s`); `host_settings`:
         sysctls set in every host besides the harness's own (an alternative
-        a user chose, e.g. net.ipv4.tcp_notsent_lowat)."""
+        a user chose, e.g. net.ipv4.tcp_notsent_lowat). `share`: (servers,
+        where, server) to build only that server's share (Fabric.spread; a
+        worker, emulator/worker.py); `register_cc`: False where another
+        worker on the same kernel registers the coupled algorithms."""
         self.host_settings = dict(host_settings or {})
         self.topo = topo
         self.fabric: Fabric = FABRICS[fabric](topo, link, seed=seed, log_dir=log_dir,
@@ -69,7 +73,9 @@ class Network:
         self.pm = UserspacePM()
         self.driver = DRIVERS[driver](self.fabric, self.procs)
         self.transfers = TransferDriver(self.fabric, self.procs)     # starts nothing until run
-        self.coupled_cc = CoupledCC(cc)
+        self.coupled_cc = CoupledCC(cc if register_cc else "")
+        if share is not None:
+            self.fabric.spread(*share)
 
     def __enter__(self) -> "Network":
         self.start()
@@ -82,7 +88,7 @@ class Network:
         try:
             self.coupled_cc.start()
             self.fabric.start()
-            for host in self.fabric.hosts():
+            for host in self.local_hosts():
                 self.sysctl(host, {**transport.host_sysctls(self.cc), **self.host_settings})
                 self.pm.attach(host, self.fabric.pid(host))
             self.pm.start()
@@ -102,7 +108,7 @@ class Network:
             # none running (a run's driver stops its own) there is nothing
             # to reset, and `ss` in every host would cost each close time.
             if self.procs.running():
-                reset_connections(self.fabric, self.fabric.hosts())
+                reset_connections(self.fabric, self.local_hosts())
             self.procs.stop_all()
             self.pm.close()
             self.abort_connections()
@@ -120,7 +126,7 @@ class Network:
         Returns host -> the sockets still open there after ABORT_ATTEMPTS
         tries (empty: none), also said in one line on stderr."""
         left: dict[str, list[str]] = {}
-        for host in self.fabric.hosts():
+        for host in self.local_hosts():
             if host in self.fabric.nodes:
                 remaining = _reset_tcp_sockets(self.fabric.pid(host))
                 if remaining:
@@ -131,6 +137,43 @@ class Network:
                         "namespaces go", ABORT_ATTEMPTS, len(left),
                         "; ".join(f"{h}: {', '.join(s)}" for h, s in sorted(left.items())[:3]))
         return left
+
+    def arm(self, flows, subflows: int) -> None:
+        """Forget the previous run's connections and have each of these flows'
+        (FlowEndpoints) data connections opened with `subflows` subflows (1: none added)."""
+        self.pm.reset()
+        self.pm.forget_expansions()
+        if subflows > 1:
+            for f in flows:
+                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
+
+    def host_sysctls(self) -> dict[str, str]:
+        """The recorded sysctls (kernel/transport.RECORDED_SYSCTLS) of the first host."""
+        return transport.read_sysctls(self.fabric.pid(self.local_hosts()[0]))
+
+    def environment(self) -> dict:
+        """What a run's record adds about where the network ran (nothing: here)."""
+        return {}
+
+    def local_hosts(self) -> list[str]:
+        """The hosts built by this process (all but on a worker)."""
+        here = set(self.fabric.built_here())
+        return [h for h in self.fabric.hosts() if h in here]
+
+    def kernel_counters(self) -> dict[str, int]:
+        """MPTCP MIB counters summed over the hosts, and the machine's ARP
+        table counters (kernel/transport.read_arp_table_stats), which only
+        the root namespace shows (not a test's server namespace, tests/test_cluster.py)."""
+        total: dict[str, int] = {}
+        for host in self.local_hosts():
+            for k, v in transport.read_netstat(self.fabric.pid(host), ("MPTcpExt",)).items():
+                total[k] = total.get(k, 0) + v
+        return {**total, **(transport.read_arp_table_stats() if transport.ARP_STATS.exists() else {})}
+
+    def monitors(self, interval_s: float):
+        """Every monitor of a run over this network (monitor/bundle.py)."""
+        from monitor import Monitors
+        return Monitors.for_fabric(self.fabric, self.pm, interval_s=interval_s)
 
     def sysctl(self, host: str, values: dict[str, str]) -> None:
         run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())], timeout=10,

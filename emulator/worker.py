@@ -3,12 +3,17 @@
     .venv/bin/python -m emulator.worker      (started over ssh: emulator/cluster.py)
 
 It speaks JSON, a message per line. It first says `hello` (its checkout's
-commit, kernel, Python). Then it takes `build` (topology, fabric, link,
-seed, the servers, each node's server and its own name) and builds its
-share with the fabric's own code (`Fabric.spread(..., share=)`), answering
-`built` with its nodes' PIDs; `probe` measures the round trip to the other servers;
-`stop` removes everything and ends it; every
-line, `ping` included, shows that the coordinator is alive.
+commit, kernel and boot, Python). Then it takes `build` (topology, fabric,
+link, seed, congestion control, host sysctls, the servers, each node's
+server and its own name) and builds its share as a Network
+(emulator/network.py, `share=`): nodes, links, tunnel ends, the hosts'
+settings and their path manager, answering `built` with its nodes' PIDs.
+For runs (emulator/spread.py) it arms its hosts' path manager (`arm`),
+reports their connections, MPTCP counters and health, samples the CPU
+(`cpu_start`, `cpu_stop`) and resets their connections (`reset`); the
+traffic's own processes are started over ssh beside it. `probe` measures
+the round trip to the other servers; `stop` removes everything and ends
+it; every line, `ping` included, shows that the coordinator is alive.
 
 It removes what it built on `stop`, at the end of its input (the
 coordinator or the ssh connection is gone), on SIGTERM, SIGHUP or SIGINT,
@@ -19,6 +24,7 @@ shells lose their terminal and end, and their namespaces go with them.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -48,10 +54,15 @@ def checkout_commit(folder: Path = CHECKOUT) -> str:
     return commit + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
 def identity() -> dict:
-    """What a coordinator checks before it builds on a server."""
+    """What a coordinator checks before it builds on a server. `boot`: the
+    kernel's boot id, the same for servers that share one kernel."""
     return {"commit": checkout_commit(), "kernel": platform.release(),
-            "python": platform.python_version(), "cpus": os.cpu_count() or 1}
+            "boot": BOOT_ID.read_text().strip(), "python": platform.python_version(),
+            "cpus": os.cpu_count() or 1}
 
 
 class Lines:
@@ -97,23 +108,25 @@ def probe(address: str, count: int) -> dict:
 
 
 def build(spec: dict):
-    """The fabric of `spec`'s share, started."""
+    """The Network of `spec`'s share, started."""
     from dctopo import FatTree
-    from emulator.fabrics import FABRICS
+    from emulator.network import Network
     from emulator.tunnels import Server
     topologies = {"FatTree": FatTree}
-    topo = topologies[spec["topology"]](spec["k"])
-    fabric = FABRICS[spec["fabric"]](topo, LinkParams(**spec["link"]), seed=spec["seed"])
     servers = [Server(s["name"], s["address"]) for s in spec["servers"]]
-    fabric.spread(servers, spec["where"], share=spec["share"])
-    fabric.start()
-    return fabric
+    net = Network(topologies[spec["topology"]](spec["k"]), LinkParams(**spec["link"]),
+                  spec.get("cc", "reno"), seed=spec["seed"], fabric=spec["fabric"],
+                  host_settings=spec.get("host_settings"), register_cc=spec.get("register_cc", False),
+                  share=(servers, spec["where"], spec["share"]))
+    net.start()
+    return net
 
 
 class Worker:
     def __init__(self, out=sys.stdout):
         self.out = out
-        self.fabric = None
+        self.net = None
+        self.cpu = None
 
     def say(self, kind: str, **body) -> None:
         self.out.write(json.dumps({kind: body}) + "\n")
@@ -121,25 +134,79 @@ class Worker:
 
     def handle(self, message: dict) -> bool:
         """Act on one message; False when the worker is done."""
-        if "probe" in message:
-            self.say("probed", **{a: probe(a, message["probe"]["count"])
-                                  for a in message["probe"]["addresses"]})
-        if "build" in message:
-            started = time.monotonic()
-            try:
-                self.fabric = build(message["build"])
-            except Exception as exc:     # the coordinator gets it in one line
-                self.say("error", why=f"{type(exc).__name__}: {exc}".splitlines()[0])
-                return False
-            self.say("built", pids={n: self.fabric.pid(n) for n in self.fabric.nodes},
-                     seconds=round(time.monotonic() - started, 2))
+        try:
+            for kind, body in message.items():
+                if kind in ANSWERS:
+                    answer, said = ANSWERS[kind](self, body)
+                    self.say(answer, **said)
+        except Exception as exc:     # the coordinator gets it in one line
+            self.say("error", why=f"{type(exc).__name__}: {exc}".splitlines()[0])
+            return False
         return "stop" not in message
+
+    # -- the answers, each (kind, body) ----------------------------------------
+    def probe(self, body: dict) -> tuple:
+        return "probed", {a: probe(a, body["count"]) for a in body["addresses"]}
+
+    def build(self, body: dict) -> tuple:
+        started = time.monotonic()
+        self.net = build(body)
+        return "built", {"pids": {n: self.net.fabric.pid(n) for n in self.net.fabric.nodes},
+                         "seconds": round(time.monotonic() - started, 2)}
+
+    def arm(self, body: dict) -> tuple:
+        """Forget the last run's connections; give each flow sent from here
+        (src, src_ip, client_port, dst_ip, server_port) its subflows."""
+        pm, here = self.net.pm, set(self.net.local_hosts())
+        pm.reset()
+        pm.forget_expansions()
+        if body["subflows"] > 1:
+            for src, src_ip, client_port, dst_ip, server_port in body["flows"]:
+                if src in here:
+                    pm.expand(src, (src_ip, client_port), (dst_ip, server_port), body["subflows"])
+        return "armed", {}
+
+    def connections(self, _body) -> tuple:
+        return "connections", {"all": [dataclasses.asdict(c) for c in self.net.pm.connections()],
+                               "now": time.monotonic()}
+
+    def counters(self, _body) -> tuple:
+        return "counters", self.net.kernel_counters()
+
+    def health(self, _body) -> tuple:
+        return "health", self.net.health_problems()
+
+    def sysctls(self, _body) -> tuple:
+        from kernel import transport
+        return "sysctls", transport.read_sysctls(self.net.fabric.pid(self.net.local_hosts()[0]))
+
+    def reset(self, body: dict) -> tuple:
+        from emulator.traffic.common import reset_connections
+        reset_connections(self.net.fabric, body["hosts"])     # only those built here
+        return "reset", {}
+
+    def cpu_start(self, body: dict) -> tuple:
+        from monitor import CpuMonitor
+        self.cpu = CpuMonitor(body["interval_s"])
+        self.cpu.start()
+        return "cpu_started", {}
+
+    def cpu_stop(self, _body) -> tuple:
+        self.cpu.stop()
+        return "cpu", {"samples": [dataclasses.asdict(s) for s in self.cpu.samples]}
 
     def close(self) -> None:
         with deferred():
-            if self.fabric is not None:
-                self.fabric.stop()
-                self.fabric = None
+            if self.cpu is not None:
+                self.cpu.stop()
+            if self.net is not None:
+                self.net.close()
+                self.net = None
+
+
+ANSWERS = {kind: getattr(Worker, kind) for kind in (
+    "probe", "build", "arm", "connections", "counters", "health", "sysctls", "reset",
+    "cpu_start", "cpu_stop")}
 
 
 def _interrupt(signum, _frame):

@@ -25,13 +25,13 @@ from emulator.network import Network
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
                                    first_fit_record, still_rising, levelled_outcomes,
-                                   flow_key, flow_mptcp_fields, kernel_counters, run_flags,
+                                   flow_key, flow_mptcp_fields, run_flags,
                                    subflows_ready)
 from experiments.runner import Experiment, Runner, SweepError, minutes  # noqa: F401  (SweepError re-exported)
 from experiments.startup import PhaseClock, clients_started_late, startup_record
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
-from monitor import CpuMonitor, Monitors
+from monitor import CpuMonitor
 from dctopo.workloads import Flow, TrafficMatrix, load_or_make
 
 # The baseline is one TCP flow alone: it is at its steady rate within a
@@ -54,9 +54,15 @@ class Sweep:
         self.capacity = capacity
         first_fit = ({"schedule_interval_s": cfg.schedule_interval_s}
                      if cfg.schedule_interval_s is not None else {})
-        self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
-                           log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
-                           fabric_options=first_fit, host_settings=host_sysctls(cfg))
+        if cfg.servers:     # spread over them by a worker each (emulator/spread.py)
+            from emulator.spread import SpreadNetwork, remote_of
+            self.net = SpreadNetwork(FatTree(k=cfg.k), cfg.link, cfg.cc, cfg.seed, cfg.fabric,
+                                     cfg.placement(), [remote_of(s) for s in cfg.servers],
+                                     cfg.ssh_options, host_settings=host_sysctls(cfg), say=say)
+        else:
+            self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
+                               log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
+                               fabric_options=first_fit, host_settings=host_sysctls(cfg))
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
@@ -102,7 +108,6 @@ class Sweep:
 
     # -- set-up ----------------------------------------------------------------
     def _environment(self) -> dict:
-        first = self.fabric.hosts()[0]
         return {
             "kernel": platform.release(),
             "versions": {
@@ -112,8 +117,9 @@ class Sweep:
                 "harness": _first_line(["git", "-C", str(Path(__file__).parent), "rev-parse",
                                         "--short", "HEAD"]),
             },
-            "host_sysctls": transport.read_sysctls(self.fabric.pid(first)),
+            "host_sysctls": self.net.host_sysctls(),
             "ecmp_hash": self.fabric.ecmp_hash,
+            **self.net.environment(),
         }
 
     def measure_baseline(self) -> float:
@@ -171,10 +177,10 @@ class Sweep:
         self.fabric.prepare_run(say=self.say)
         self.arm_path_manager(flows, rc.subflows)
         clock.mark("reconfigure_hosts")
-        before = kernel_counters(self.fabric)
+        before = self.net.kernel_counters()
         repairs_before = self.net.coupled_cc.window_repairs()
         log_before = self.net.coupled_cc.repair_log()
-        monitors = Monitors.for_fabric(self.fabric, self.pm, interval_s=rc.monitor_interval_s)
+        monitors = self.net.monitors(rc.monitor_interval_s)
         monitors.watch(flows, subflows=rc.subflows)
         clock.mark("bookkeeping")
 
@@ -192,7 +198,7 @@ class Sweep:
         finally:
             monitors.stop()
             event = self.during_runs.stop() if self.during_runs else None
-        deltas = transport.counter_delta(before, kernel_counters(self.fabric))
+        deltas = transport.counter_delta(before, self.net.kernel_counters())
         repairs_after = self.net.coupled_cc.window_repairs()
         if repairs_before is not None and repairs_after is not None:
             deltas[WINDOW_REPAIRS] = repairs_after - repairs_before
@@ -233,11 +239,7 @@ class Sweep:
     def arm_path_manager(self, flows: list[FlowEndpoints], subflows: int) -> None:
         """Forget the previous run's connections and have each of these flows'
         data connections opened with `subflows` subflows (1: none added)."""
-        self.pm.reset()
-        self.pm.forget_expansions()
-        if subflows > 1:
-            for f in flows:
-                self.pm.expand(f.src, (f.src_ip, f.client_port), (f.dst_ip, f.server_port), subflows)
+        self.net.arm(flows, subflows)
 
     def _record(self, rc: RunConfig, matrix: TrafficMatrix, outcomes: list[FlowOutcome],
                 cpu: CpuMonitor, counters: dict[str, int], warmup: float) -> dict:
@@ -264,6 +266,7 @@ class Sweep:
         problems = self.net.health_problems()
         flags = run_flags(rc.subflows, flows, outcomes, cpu, counters,
                           window=(warmup, warmup + rc.time_s)) + list(problems)
+        flags += list(self.environment.get("servers", {}).get("tunnel_flags", {}))
         if self.capacity is not None and not self.capacity.fits:
             flags.append("over_capacity")
         rise = counted_rise_pct(outcomes, warmup, rc.time_s)

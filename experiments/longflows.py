@@ -10,24 +10,11 @@ import dataclasses
 import math
 import time
 
-from emulator.fabrics.common import Fabric
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
-from kernel import transport
 from kernel.mptcp_pm import Connection, UserspacePM
 from monitor import CpuMonitor
 
 PAYLOAD_PER_FRAME = 1448 / 1514   # TCP payload with timestamps in a full Ethernet frame
-
-
-def kernel_counters(fabric: Fabric) -> dict[str, int]:
-    """MPTCP MIB counters summed over every host namespace, and the
-    machine's ARP table counters (kernel/transport.read_arp_table_stats):
-    a full table refuses neighbours, and connections fail."""
-    total: dict[str, int] = {}
-    for host in fabric.hosts():
-        for k, v in transport.read_netstat(fabric.pid(host), ("MPTcpExt",)).items():
-            total[k] = total.get(k, 0) + v
-    return {**total, **transport.read_arp_table_stats()}
 
 
 def flow_key(f: FlowEndpoints) -> tuple:

@@ -14,7 +14,7 @@ from pathlib import Path
 from dctopo import DCTopo
 from emulator.network import Network
 from emulator.traffic.common import FlowEndpoints
-from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, flow_key, kernel_counters,
+from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, flow_key,
                                    flow_mptcp_fields, run_flags, subflows_ready)
 from experiments.runner import Experiment
 from experiments.startup import PhaseClock, clients_started_late, startup_record
@@ -171,7 +171,7 @@ class RackExperiment(Experiment):
             cpu.start(t0=cpu_t0)
             if event is not None:
                 event.start()
-        counters, sent = kernel_counters(net.fabric), net.sent_by_interface()
+        counters, sent = net.kernel_counters(), net.sent_by_interface()
         clock.mark("bookkeeping")
         try:
             outcomes = net.driver.run(flows, subflows > 1, cfg.time_s, folder / "iperf",
@@ -183,7 +183,7 @@ class RackExperiment(Experiment):
             cpu.stop()
             if event is not None:
                 event_record = event.stop()
-        counters = transport.counter_delta(counters, kernel_counters(net.fabric))
+        counters = transport.counter_delta(counters, net.kernel_counters())
         sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)

@@ -38,7 +38,7 @@ from dctopo import FatTree
 from emulator.network import Network
 from emulator.traffic.transfers import STOPPED, TRANSFER_TIMEOUT_S, Transfer, TransferOutcome
 from experiments.config.scheduling import SCHEDULING_FABRIC, SchedulingConfig, SchedulingPoint
-from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record, kernel_counters
+from experiments.longflows import PAYLOAD_PER_FRAME, first_fit_record
 from experiments.runner import Experiment
 from kernel import transport
 from monitor import CpuMonitor
@@ -122,7 +122,7 @@ class SchedulingExperiment(Experiment):
                               (net.fabric.host_ip(f.dst), SERVER_PORT), subflows)
         cpu = CpuMonitor(interval_s=1.0)
         stop_s = cfg.warmup + cfg.time_s
-        counters = kernel_counters(net.fabric)
+        counters = net.kernel_counters()
         started_at = time.time()
         cpu.start()
         try:
@@ -137,7 +137,7 @@ class SchedulingExperiment(Experiment):
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, pairs, outcomes, subflows, cpu, net.transfers.received_samples)
         # the run's MPTCP MIB counts over every host, e.g. why a connection fell back
-        record["kernel_counters"] = transport.counter_delta(counters, kernel_counters(net.fabric))
+        record["kernel_counters"] = transport.counter_delta(counters, net.kernel_counters())
         if p.interval_s is not None:
             record["first_fit"] = first_fit_record(net.fabric, cfg.schedule_interval_s(p.interval_s),
                                                    started_at + cfg.warmup, started_at + stop_s)

@@ -25,7 +25,7 @@ from pathlib import Path
 from dctopo import FatTree
 from emulator.traffic.transfers import Transfer
 from experiments.config.shortflows import ShortflowsPoint
-from experiments.longflows import kernel_counters, subflows_ready
+from experiments.longflows import subflows_ready
 from experiments.racknet import RackExperiment, RackNetwork
 from kernel import transport
 from monitor import CpuMonitor
@@ -78,7 +78,7 @@ class ShortflowsExperiment(RackExperiment):
         subflows = self.subflows_of(p)
         net.arm(flows, subflows)
         cpu = CpuMonitor(interval_s=1.0)
-        counters, sent = kernel_counters(net.fabric), net.sent_by_interface()
+        counters, sent = net.kernel_counters(), net.sent_by_interface()
         running = []
 
         def started() -> None:
@@ -92,7 +92,7 @@ class ShortflowsExperiment(RackExperiment):
             done = running[0].finish() if running else []
         finally:
             cpu.stop()
-        counters = transport.counter_delta(counters, kernel_counters(net.fabric))
+        counters = transport.counter_delta(counters, net.kernel_counters())
         sent = {port: n - sent.get(port, 0) for port, n in net.sent_by_interface().items()}
         cpu.write_csv(folder / "cpu.csv")
         record = self._record(net, p, matrix, outcomes, subflows, cpu, counters, sent)

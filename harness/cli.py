@@ -152,9 +152,6 @@ def main(argv: list[str] | None = None) -> int:
         command = commands()[name]
         cfg, args = command.config_from(rest)
         shard = command.shard_of(cfg, args)
-        if getattr(cfg, "servers", ()) and not args.plan:
-            raise ConfigError("--servers: running one network over several servers is not built "
-                              "yet; --plan shows how it would be placed")
         if args.validate_only:
             return 0
         if args.plan:
@@ -172,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     # Heavy imports only once the input is known to be good.
     from experiments.capacity import CalibrationError
     from experiments.runner import SweepError
+    from base.ssh import SshError
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
         for note in machine_notes + _notes(cfg, args):
@@ -188,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted; the network and every process of the experiment were "
               "removed, finished runs are kept", file=sys.stderr)
         return 130
-    except (SweepError, CalibrationError) as exc:
+    except (SweepError, CalibrationError, SshError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:

@@ -179,3 +179,37 @@ def test_every_pair_of_servers_is_probed_and_a_slow_tunnel_is_flagged(servers):
     assert tunnel_flags(probes, 10, 1464) == {}
     assert set(tunnel_flags(probes, 10000, 1464)) == {"tunnel_delay"}
     back_to(servers, before, 30)
+
+
+def ssh_config(folder, options: tuple[str, ...]):
+    """The ssh options of sshd_on as a client configuration file (--ssh-config)."""
+    lines = ["Host *", f"  IdentityFile {options[options.index('-i') + 1]}"]
+    lines += [f"  {value.replace('=', ' ', 1)}" for flag, value in zip(options, options[1:])
+              if flag == "-o"]
+    path = folder / "ssh_config"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_a_fattree4_sweep_runs_over_two_servers_and_records_where(servers, tmp_path):
+    servers, options, before = servers
+    results = tmp_path / "results"
+    done = subprocess.run([str(ROOT / "run_mptcp.sh"), "4", "--servers",
+                           ",".join(r.destination for r in remotes(servers)),
+                           "--ssh-config", str(ssh_config(tmp_path, options)), "--subflows", "1,8",
+                           "--bw", "5", "--time", "6", "--warmup", "4", "--no-plots",
+                           "--results", str(results)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    records = {r["config"]["subflows"]: r for r in
+               (json.loads(p.read_text()) for p in results.glob("**/run.json"))}
+    assert sorted(records) == [1, 8]
+    for subflows, record in records.items():
+        where = record["servers"]["placement"]
+        assert sorted(set(where.values())) == sorted(r.destination for r in remotes(servers))
+        assert record["servers"]["crossing_links"] == 8     # half the 16 aggregation-core links
+        assert len(record["flows"]) == 16 and all(f["goodput_mbps"] > 0 for f in record["flows"])
+        assert all(f["subflows_established"] == subflows for f in record["flows"])
+        assert record["cpu_mean_pct"] is not None
+    # Each MPTCP-8 connection's 7 joins, as the kernels of both servers counted them.
+    assert records[8]["kernel_counters"].get("MPTcpExtMPJoinAckRx", 0) >= 16 * 7
+    back_to(servers, before, 30)

@@ -16,7 +16,8 @@ Protocol (one JSON object per line):
 
   receive   stdin  {"mptcp": bool, "flows": [{"index", "ns_pid", "ip", "port"}]}
             stdout {"listening": n}
-            stdin  {"t0": monotonic, "end": monotonic}   when data starts and stops
+            stdin  {"t0_in": s, "seconds": s}   data starts t0_in after this line
+                                                arrives (t0) and stops `seconds` later
             stdin  {"stop": true} (or EOF)      stop waiting for the senders' ends
             stdout {"flows": [per flow: index, accepted, eof, bytes,
                      per_second (bytes in each second since t0), early_bytes,
@@ -25,9 +26,10 @@ Protocol (one JSON object per line):
   send      stdin  {"mptcp": bool, "connect_timeout_s": s, "flows":
                      [{"index", "ns_pid", "src_ip", "client_port", "dst_ip", "server_port"}]}
             stdout {"connected": [index...], "failed": {index: error}}
-            stdin  {"go": monotonic t0, "seconds": s, "offsets": {index: s}}
-                                                send from t0 (+ the flow's offset, if
-                                                any) until t0 + s
+            stdin  {"go_in": s, "seconds": s, "offsets": {index: s}}
+                                                send from t0 = go_in after this line
+                                                (+ the flow's offset, if any) until
+                                                t0 + s, or until stdin closes
             stdout {"flows": [per flow: index, sent, error]}
 
 Right after connecting, each sender writes HELLO_BYTES: the server's
@@ -35,8 +37,10 @@ acknowledgement of that first data is what makes an MPTCP client fully
 established, and the kernel opens no subflow before (ENOTCONN). The receiver
 counts those bytes as `early_bytes`, not as goodput.
 
-CLOCK_MONOTONIC is one clock for every process on the machine (no time
-namespaces are used), so the harness, the sender and the receiver share t0.
+The release is relative (t0 is "so long after this line"): the sender and
+receiver may run on other servers than the harness (emulator/spread.py),
+whose clocks are not ours. Both lines leave the harness together, so the two
+t0s differ by the lines' transit, well under a millisecond on one machine.
 
 Only the standard library and kernel/netlink.py (setns) are used: this runs
 as a plain child process of the harness.
@@ -46,6 +50,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import selectors
 import socket
 import struct
@@ -200,8 +205,9 @@ def receive() -> None:
             if kind == "control":
                 control.read()
                 for command in control.take():
-                    if "t0" in command:
-                        t0, end = float(command["t0"]), float(command["end"])
+                    if "t0_in" in command:
+                        t0 = now + float(command["t0_in"])
+                        end = t0 + float(command["seconds"])
                     stopping = stopping or bool(command.get("stop"))
                 if control.closed:
                     stopping = True
@@ -290,18 +296,20 @@ def send() -> None:
     _say({"connected": [f.index for f in flows if f.connected],
           "failed": {str(f.index): f.error for f in flows if not f.connected}})
     command = control.next()
-    if "go" in command:
-        t0, seconds = float(command["go"]), float(command["seconds"])
+    if "go_in" in command:
+        t0 = time.monotonic() + float(command["go_in"])
         offsets = {int(i): float(s) for i, s in (command.get("offsets") or {}).items()}
-        _send_until(flows, t0, t0 + seconds, offsets)
+        _send_until(flows, t0, t0 + float(command["seconds"]), offsets, control)
     for f in flows:
         _abort(f.sock)
     _say({"flows": [{"index": f.index, "sent": f.sent, "error": f.error} for f in flows]})
 
 
-def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int, float]) -> None:
-    """Keep every connected flow's socket full from t0 + its offset to end:
-    one thread per flow, each in a blocking send() as an iperf3 client is.
+def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int, float],
+                control: _Control) -> None:
+    """Keep every connected flow's socket full from t0 + its offset to end,
+    or until `control` (stdin) closes: the harness, or its ssh session, is
+    gone. One thread per flow, each in a blocking send() as an iperf3 client is.
 
     Why not one select() loop over non-blocking sockets (this driver's first
     form): its MPTCP connections resent data at the MPTCP level far more.
@@ -328,7 +336,9 @@ def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int
                                 name=f"flow {f.index}", daemon=True) for f in live]
     for t in threads:
         t.start()
-    time.sleep(max(0.0, end - time.monotonic()))
+    while not control.closed and (left := end - time.monotonic()) > 0:
+        if select.select([control], [], [], left)[0]:
+            control.read()
     # A writer blocked in send() wakes only when its socket changes state:
     # shutdown() does that (the send fails with EPIPE); send() then aborts
     # every socket, so the FIN queued here is never waited for.

@@ -37,14 +37,17 @@ class JsonLinesChild:
     out, each read with a deadline."""
 
     def __init__(self, procs: ProcessTracker, role: str, log: Path,
-                 module: str = "emulator.traffic.flowgen"):
+                 module: str = "emulator.traffic.flowgen", spawn=None):
+        """`spawn(label, argv, **popen)`: how it starts (emulator/spread.py:
+        on another server); by default here, with `procs`."""
         # -P: the caller's working folder must not come first on the path.
         env = dict(os.environ, PYTHONPATH=str(REPO))
         name = module.rsplit(".", 1)[1]
         argv = [sys.executable, "-P", "-m", module] + ([role] if role else [])
+        spawn = spawn or (lambda label, argv, **popen: procs.spawn(label, argv, env=env, **popen))
         with open(log, "wb") as err:
-            self.proc = procs.spawn(f"{name} {role}".strip(), argv, stdin=subprocess.PIPE,
-                                    stdout=subprocess.PIPE, stderr=err, env=env)
+            self.proc = spawn(f"{name} {role}".strip(), argv, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=err)
         self.role = f"{name} {role}".strip()
         self.log = log
         self._partial = b""
@@ -100,47 +103,66 @@ class SocketDriver(TrafficDriver):
         not wait); `on_started` is called at the release."""
         total_s = warmup_s + time_s
         logdir.mkdir(parents=True, exist_ok=True)
-        receiver = JsonLinesChild(self.procs, "receive", logdir / "flowgen-receive.log")
-        sender = None
+        receivers, senders = [], []
         try:
-            receiver.tell({"mptcp": mptcp, "flows": [
-                {"index": f.index, "ns_pid": self.fabric.pid(f.dst), "port": f.server_port,
-                 "ip": f.dst_ip if bind_servers else "0.0.0.0"} for f in flows]})
-            if receiver.hear(LISTEN_TIMEOUT_S) is None:
-                raise TrafficError(f"flowgen receiver not listening after {LISTEN_TIMEOUT_S} s")
+            receivers = self.children("receive", flows, lambda f: f.dst, logdir)
+            for child, part in receivers:
+                child.tell({"mptcp": mptcp, "flows": [
+                    {"index": f.index, "ns_pid": self.fabric.pid(f.dst), "port": f.server_port,
+                     "ip": f.dst_ip if bind_servers else "0.0.0.0"} for f in part]})
+            for child, _ in receivers:
+                if child.hear(LISTEN_TIMEOUT_S) is None:
+                    raise TrafficError(f"{child.role} not listening after {LISTEN_TIMEOUT_S} s")
             if on_starting:
                 on_starting()
-            sender = JsonLinesChild(self.procs, "send", logdir / "flowgen-send.log")
-            sender.tell({"mptcp": mptcp, "connect_timeout_s": CONNECT_TIMEOUT_S, "flows": [
-                {"index": f.index, "ns_pid": self.fabric.pid(f.src), "src_ip": f.src_ip,
-                 "client_port": f.client_port, "dst_ip": f.dst_ip, "server_port": f.server_port}
-                for f in flows]})
-            opened = sender.hear(CONNECT_TIMEOUT_S + LISTEN_TIMEOUT_S)
-            if opened is None:
+            senders = self.children("send", flows, lambda f: f.src, logdir)
+            for child, part in senders:
+                child.tell({"mptcp": mptcp, "connect_timeout_s": CONNECT_TIMEOUT_S, "flows": [
+                    {"index": f.index, "ns_pid": self.fabric.pid(f.src), "src_ip": f.src_ip,
+                     "client_port": f.client_port, "dst_ip": f.dst_ip, "server_port": f.server_port}
+                    for f in part]})
+            opened = [child.hear(CONNECT_TIMEOUT_S + LISTEN_TIMEOUT_S) for child, _ in senders]
+            if None in opened:
                 raise TrafficError("flowgen sender did not report its connections")
             ready_s = self._wait_ready(ready)
-            t0 = time.monotonic() + RELEASE_LEAD_S
-            self.released_at = t0
-            receiver.tell({"t0": t0, "end": t0 + total_s})
+            # Every child counts from its own release, RELEASE_LEAD_S after
+            # its line arrives: the lines leave here together (flowgen.py).
+            self.released_at = time.monotonic() + RELEASE_LEAD_S
+            for child, _ in receivers:
+                child.tell({"t0_in": RELEASE_LEAD_S, "seconds": total_s})
             spread = self.release_spread_s
-            sender.tell({"go": t0, "seconds": total_s,
-                         "offsets": {str(f.index): spread * i / len(flows) for i, f in enumerate(flows)}})
+            for child, _ in senders:
+                child.tell({"go_in": RELEASE_LEAD_S, "seconds": total_s,
+                            "offsets": {str(f.index): spread * i / len(flows)
+                                        for i, f in enumerate(flows)}})
             if on_started:
                 on_started()
-            sent = sender.hear(RELEASE_LEAD_S + total_s + self.finish_grace_s())
-            received = receiver.hear(DRAIN_S)
-            if received is None:
-                receiver.tell({"stop": True})
-                received = receiver.hear(5.0)
+            deadline = time.monotonic() + RELEASE_LEAD_S + total_s + self.finish_grace_s()
+            sent = [child.hear(max(0.0, deadline - time.monotonic())) for child, _ in senders]
+            received = [child.hear(DRAIN_S) for child, _ in receivers]
+            for i, (child, _) in enumerate(receivers):
+                if received[i] is None:
+                    child.tell({"stop": True})
+                    received[i] = child.hear(5.0)
         except BaseException:
-            reset_connections(self.fabric, [h for f in flows for h in (f.src, f.dst)])
+            self.reset_hosts([h for f in flows for h in (f.src, f.dst)])
             raise
         finally:
-            self.procs.stop([receiver.proc] + ([sender.proc] if sender else []))
-        record = {"opened": opened, "ready_wait_s": ready_s, "sent": sent, "received": received,
-                  "warmup_s": warmup_s, "time_s": time_s}
+            self.procs.stop([child.proc for child, _ in receivers + senders])
+        record = {"opened": _merged(opened), "ready_wait_s": ready_s, "sent": _merged(sent),
+                  "received": _merged(received), "warmup_s": warmup_s, "time_s": time_s}
         (logdir / "flowgen.json").write_text(json.dumps(record))
         return outcomes(flows, record)
+
+    def children(self, role: str, flows: list[FlowEndpoints], host_of,
+                 logdir: Path) -> list[tuple[JsonLinesChild, list[FlowEndpoints]]]:
+        """The flowgen processes of one role, each with its flows (here: one
+        for all; emulator/spread.py: one per server, for that server's hosts)."""
+        return [(JsonLinesChild(self.procs, role, logdir / f"flowgen-{role}.log"), flows)]
+
+    def reset_hosts(self, hosts: list[str]) -> None:
+        """An interrupted run's connections reset (common.reset_connections)."""
+        reset_connections(self.fabric, hosts)
 
     @staticmethod
     def _wait_ready(ready) -> float | None:
@@ -150,6 +172,23 @@ class SocketDriver(TrafficDriver):
         while not ready() and time.monotonic() - start < READY_TIMEOUT_S:
             time.sleep(0.05)
         return round(time.monotonic() - start, 3)
+
+
+def _merged(reports: list[dict | None]) -> dict | None:
+    """The children's reports of one kind as one ("flows" and "connected"
+    joined, "failed" united); None if any child gave none."""
+    if any(r is None for r in reports):
+        return None
+    merged: dict = {}
+    for report in reports:
+        for key, value in report.items():
+            if isinstance(value, dict):
+                merged.setdefault(key, {}).update(value)
+            elif isinstance(value, list):
+                merged.setdefault(key, []).extend(value)
+            else:
+                merged[key] = value
+    return merged
 
 
 def outcomes(flows: list[FlowEndpoints], record: dict) -> list[FlowOutcome]:

@@ -3,6 +3,7 @@ written verbatim into its run.json)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,8 +178,11 @@ class SweepConfig(LongFlowSettings):
         "first fit this often (paper Fig. 13: 5, 1, 0.5, 0.1)")
     servers: tuple[str, ...] = option(
         (), flag="--servers", metavar="LIST", parse=parse_servers, default_text="none: this machine",
-        help="comma list of ssh destinations to spread the network over, by pods; --plan shows the "
-             "placement and the links that cross (running over servers is not built yet)")
+        help="comma list of ssh destinations to spread the network over, by pods (l3 fabric, socket "
+             "driver; docs/fabrics.md); --plan shows the placement and the links that cross")
+    ssh_config: str | None = option(
+        None, flag="--ssh-config", metavar="FILE", default_text="ssh's own",
+        help="an ssh client configuration for reaching --servers (ssh -F)")
     fabric_note: str = ""             # why this fabric, when chosen by default
     cc_note: str = ""                 # why this congestion control, when the default fell back
 
@@ -186,9 +190,13 @@ class SweepConfig(LongFlowSettings):
     def resolve(cls, given: dict) -> list[str]:
         """The fabric this machine defaults to, with why, and the first of
         --seeds as the seed."""
-        if "fabric" not in given:
+        if "fabric" not in given and not given.get("servers"):
             given["fabric"], why = default_fabric()
             given["fabric_note"] = f"default fabric {given['fabric']}: {why}"
+        if given.get("servers"):    # what runs over servers (docs/fabrics.md)
+            given.setdefault("driver", "socket")
+            if "fabric" not in given:
+                given["fabric"], given["fabric_note"] = "l3", "fabric l3: the one that runs over servers"
         if given.get("seeds") and "seed" not in given:
             given["seed"] = given["seeds"][0]
         return []
@@ -241,6 +249,12 @@ class SweepConfig(LongFlowSettings):
                               "--fabric openflow-reactive installs")
         if self.servers:
             self.placement()
+            if self.fabric != "l3" or self.driver != "socket":
+                raise ConfigError(f"--servers with --fabric {self.fabric} --driver {self.driver}: over "
+                                  "servers the network runs on --fabric l3 with --driver socket")
+            if self.ssh_config is not None and not os.path.isfile(self.ssh_config):
+                shown = self.ssh_config if len(self.ssh_config) <= 60 else self.ssh_config[:60] + "..."
+                raise ConfigError(f"--ssh-config {shown}: no such file")
         hosts = self.k ** 3 // 4
         for w in self.workloads:
             if (n := flow_count(w, hosts)) > MAX_FLOWS_PER_RUN:
@@ -249,6 +263,10 @@ class SweepConfig(LongFlowSettings):
 
     def placement(self):
         return place_by_pod(FatTreeShape(self.k), self.servers)
+
+    @property
+    def ssh_options(self) -> tuple[str, ...]:
+        return ("-F", self.ssh_config) if self.ssh_config else ()
 
     def plan_lines(self) -> list[str]:
         """What --plan adds for this sweep: the placement over --servers."""
