@@ -1,7 +1,7 @@
 """One network over several servers: a worker per server over real ssh
 (emulator/cluster.py, emulator/worker.py), each building its share of
 FatTree(4) with VXLAN tunnels between the shares. The servers are
-namespaces on a LAN, each with its own sshd (tests/sshd.py). After every
+namespaces on a LAN, each with its own sshd (emulator/local_sshd.py). After every
 way a coordinator can end, each server holds nothing of ours."""
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from emulator.tunnels import local_servers
 from emulator.worker import HEARTBEAT_TIMEOUT_S
 from tests.conftest import ROOT, needs_root
 from tests.leftovers import Snapshot
-from tests.sshd import sshd_on
+from emulator.local_sshd import ssh_config_file, sshd_on
 
 pytestmark = needs_root
 
@@ -181,22 +181,12 @@ def test_every_pair_of_servers_is_probed_and_a_slow_tunnel_is_flagged(servers):
     back_to(servers, before, 30)
 
 
-def ssh_config(folder, options: tuple[str, ...]):
-    """The ssh options of sshd_on as a client configuration file (--ssh-config)."""
-    lines = ["Host *", f"  IdentityFile {options[options.index('-i') + 1]}"]
-    lines += [f"  {value.replace('=', ' ', 1)}" for flag, value in zip(options, options[1:])
-              if flag == "-o"]
-    path = folder / "ssh_config"
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
 def test_a_fattree4_sweep_runs_over_two_servers_and_records_where(servers, tmp_path):
     servers, options, before = servers
     results = tmp_path / "results"
     done = subprocess.run([str(ROOT / "run_mptcp.sh"), "4", "--servers",
                            ",".join(r.destination for r in remotes(servers)),
-                           "--ssh-config", str(ssh_config(tmp_path, options)), "--subflows", "1,8",
+                           "--ssh-config", str(ssh_config_file(tmp_path, options)), "--subflows", "1,8",
                            "--bw", "5", "--time", "6", "--warmup", "4", "--no-plots",
                            "--results", str(results)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

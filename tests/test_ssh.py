@@ -9,9 +9,10 @@ import pytest
 
 from base.procs import ProcessTracker
 from base.ssh import CONNECT_TIMEOUT_S, SshError, SshServer
+from emulator.local_sshd import sshd_on
 from emulator.tunnels import local_servers
 from tests.conftest import needs_root
-from tests.sshd import kill_master, ssh_sessions_to, sshd_on
+from tests.sshd import kill_master, ssh_sessions_to
 
 pytestmark = needs_root
 
