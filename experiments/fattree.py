@@ -323,8 +323,9 @@ class FatTreeExperiment(Experiment):
             cfg.fabric, cfg.force, lambda cal: capacity.judge(cfg, cal), self.say, cfg.recalibrate)
 
     def after(self) -> None:
-        """What the sweep's valid MPTCP-8 runs cost, for the guard's next verdict."""
-        if self.calibration is not None:
+        """What the sweep's valid MPTCP-8 runs cost, for the guard's next
+        verdict; not over servers, whose CPU is not this machine's."""
+        if self.calibration is not None and not self.cfg.servers:
             from experiments import capacity
             capacity.learn(self.cfg.fabric, capacity.observed_costs(self.cfg, self.calibration.idle_pct))
 
