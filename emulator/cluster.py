@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from base.lifecycle import Started
 from base.procs import ProcessTracker
 from base.ssh import SshError, SshServer
 from emulator.worker import CHECKOUT, HEARTBEAT_S, PING_INTERVAL_S, Lines, identity
@@ -113,7 +114,7 @@ class Share:
         return f"its worker ended ({'killed' if code == 255 else f'exit status {code}'})"
 
 
-class Cluster:
+class Cluster(Started):
     """Workers on `remotes`, one share each; a context manager."""
 
     def __init__(self, remotes: list[Remote], ssh_options: tuple[str, ...] = (),
@@ -125,12 +126,6 @@ class Cluster:
         self._stop_pinging = threading.Event()
         self._pinger = threading.Thread(target=self._ping, daemon=True)
 
-    def __enter__(self) -> "Cluster":
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def start(self) -> None:
         """Every worker started and checked; on any failure, all closed again."""

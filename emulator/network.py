@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from dctopo import DCTopo
+from base.lifecycle import Started
 from base.links import LinkParams
 from emulator.fabrics.common import Fabric
 from emulator.fabrics import FABRICS
@@ -52,7 +53,7 @@ def _reset_tcp_sockets(ns_pid: int) -> list[str]:
     return remaining
 
 
-class Network:
+class Network(Started):
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int = 0,
                  fabric: str = "l3", log_dir: Path | None = None, driver: str = "iperf3",
                  fabric_options: dict | None = None, host_settings: dict[str, str] | None = None,
@@ -77,12 +78,6 @@ class Network:
         if share is not None:
             self.fabric.spread(*share)
 
-    def __enter__(self) -> "Network":
-        self.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def start(self) -> None:
         try:

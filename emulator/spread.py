@@ -19,6 +19,7 @@ import socket
 import subprocess
 import threading
 
+from base.lifecycle import Started
 from base.procs import ProcessTracker
 from base.signals import deferred
 from base.ssh import SshError
@@ -136,7 +137,7 @@ class NoRepairLog:
         return None
 
 
-class SpreadNetwork:
+class SpreadNetwork(Started):
     """`topo` over `remotes`, placed by `placement`: what a sweep needs of a Network."""
 
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int, fabric: str,

@@ -22,7 +22,7 @@ from dctopo.placement import place_by_pod
 from emulator.cluster import Cluster, Remote, tunnel_flags
 from emulator.tunnels import local_servers
 from emulator.worker import HEARTBEAT_TIMEOUT_S
-from tests.conftest import ROOT, needs_root
+from tests.conftest import ROOT, interrupt_after_first_run, needs_root
 from tests.leftovers import Snapshot
 from emulator.local_sshd import ssh_config_file, sshd_on
 
@@ -181,25 +181,25 @@ def test_every_pair_of_servers_is_probed_and_a_slow_tunnel_is_flagged(servers):
     back_to(servers, before, 30)
 
 
-def test_a_fattree4_sweep_runs_over_two_servers_and_records_where(servers, tmp_path):
+def test_a_sweep_over_two_servers_runs_mptcp_and_a_ctrl_c_mid_run_leaves_nothing(servers, tmp_path):
+    """MPTCP-8, then TCP interrupted 3 s into its traffic."""
     servers, options, before = servers
     results = tmp_path / "results"
-    done = subprocess.run([str(ROOT / "run_mptcp.sh"), "4", "--servers",
-                           ",".join(r.destination for r in remotes(servers)),
-                           "--ssh-config", str(ssh_config_file(tmp_path, options)), "--subflows", "1,8",
-                           "--bw", "5", "--time", "6", "--warmup", "4", "--no-plots",
-                           "--results", str(results)], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    records = {r["config"]["subflows"]: r for r in
-               (json.loads(p.read_text()) for p in results.glob("**/run.json"))}
-    assert sorted(records) == [1, 8]
-    for subflows, record in records.items():
-        where = record["servers"]["placement"]
-        assert sorted(set(where.values())) == sorted(r.destination for r in remotes(servers))
-        assert record["servers"]["crossing_links"] == 8     # half the 16 aggregation-core links
-        assert len(record["flows"]) == 16 and all(f["goodput_mbps"] > 0 for f in record["flows"])
-        assert all(f["subflows_established"] == subflows for f in record["flows"])
-        assert record["cpu_mean_pct"] is not None
-    # Each MPTCP-8 connection's 7 joins, as the kernels of both servers counted them.
-    assert records[8]["kernel_counters"].get("MPTcpExtMPJoinAckRx", 0) >= 16 * 7
-    back_to(servers, before, 30)
+    argv = [str(ROOT / "run_mptcp.sh"), "4", "--servers", ",".join(r.destination for r in remotes(servers)),
+            "--ssh-config", str(ssh_config_file(tmp_path, options)), "--subflows", "8,1", "--bw", "5",
+            "--time", "6", "--warmup", "4", "--no-plots", "--results", str(results)]
+    first = results / "ft4" / "one_to_one" / "flows8" / "run.json"
+    code, err, kept = interrupt_after_first_run(argv, first, settle_s=3)
+    assert code == 130 and "interrupted" in err, err[-2000:]
+    assert first.read_bytes() == kept
+    assert not (results / "ft4" / "one_to_one" / "flows1" / "run.json").exists()
+    record = json.loads(kept)
+    where = record["servers"]["placement"]
+    assert sorted(set(where.values())) == sorted(r.destination for r in remotes(servers))
+    assert record["servers"]["crossing_links"] == 8     # half the 16 aggregation-core links
+    assert len(record["flows"]) == 16 and all(f["goodput_mbps"] > 0 for f in record["flows"])
+    assert all(f["subflows_established"] == 8 for f in record["flows"])
+    # Each connection's 7 joins, as the kernels of both servers counted them.
+    assert record["kernel_counters"]["MPTcpExtMPJoinAckRx"] >= 16 * 7
+    assert record["cpu_mean_pct"] is not None
+    back_to(servers, before, 60)
