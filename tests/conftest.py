@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 # No test reads what an earlier run left in the machine's calibration cache
 # (/var/cache/mptcp-dc-harness): the suite points it at a cache of its own,
-# holding the calibration pytest_sessionstart sets, and removes it at the end.
+# holding the calibration _set_suite_calibration sets, and removes it at the end.
 # Set before experiments.capacity is imported, and inherited by run_mptcp.sh.
 # Named, not created: the cache makes its folder when something calibrates, so
 # importing this module (or a suite stopped before its end) leaves no empty
@@ -35,7 +35,7 @@ os.environ["MPTCP_HARNESS_CACHE"] = str(SUITE_CACHE)
 SUITE_GUARD_COST = 1.38
 
 
-def pytest_sessionstart(session):
+def _set_suite_calibration() -> None:
     from experiments import capacity
     from experiments.config import FABRICS
     for fabric in FABRICS:
@@ -70,6 +70,7 @@ def _coupled_maps_now() -> dict[int, str]:
 
 
 def pytest_sessionstart(session):
+    _set_suite_calibration()
     if os.geteuid() == 0:
         _COUPLED_AT_START.update(_coupled_maps_now())
 

@@ -64,7 +64,7 @@ def test_more_servers_than_pods_are_refused():
         place_by_pod(FatTreeShape(4), tuple("abcde"))
 
 
-def test_plan_shows_the_placement_and_a_run_over_servers_is_refused(tmp_path):
+def test_plan_shows_the_placement_and_what_cannot_run_over_servers_is_refused(tmp_path):
     planned = subprocess.run([SCRIPT, "4", "--servers", "alice@lab1,lab2", "--plan"],
                              capture_output=True, text=True, timeout=60)
     assert planned.returncode == 0, planned.stderr
@@ -72,10 +72,13 @@ def test_plan_shows_the_placement_and_a_run_over_servers_is_refused(tmp_path):
     assert "  alice@lab1: pods 0-1, 8 hosts, 10 switches (2 core)" in lines
     assert "  lab2: pods 2-3, 8 hosts, 10 switches (2 core)" in lines
     assert "links between servers: 8 of 48, each a tunnel shaped like a local link" in lines
-    refused = subprocess.run([SCRIPT, "4", "--servers", "lab1,lab2", "--results", str(tmp_path)],
-                             capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 2
-    assert refused.stderr.strip().splitlines() == [
-        "run_mptcp.sh: error: --servers: running one network over several servers is not built "
-        "yet; --plan shows how it would be placed"]
+    for more, line in [
+            (["--driver", "iperf3"], "--servers with --fabric l3 --driver iperf3: over servers the "
+                                     "network runs on --fabric l3 with --driver socket"),
+            (["--ssh-config", "/nonexistent/ssh_config"], "--ssh-config /nonexistent/ssh_config: no such file"),
+            (["--ssh-config", "/x" * 200], f"--ssh-config {('/x' * 30)}...: no such file")]:
+        refused = subprocess.run([SCRIPT, "4", "--servers", "lab1,lab2", "--results", str(tmp_path),
+                                  *more], capture_output=True, text=True, timeout=60)
+        assert refused.returncode == 2
+        assert refused.stderr.strip().splitlines() == [f"run_mptcp.sh: error: {line}"]
     assert list(tmp_path.iterdir()) == []
