@@ -116,8 +116,9 @@ class SpreadDriver(SocketDriver):
 
             def spawn(label, _argv, ssh=ssh, **popen) -> subprocess.Popen:
                 return ssh.spawn(self.procs, label, command, **popen)
-            children.append((JsonLinesChild(self.procs, role, logdir / f"flowgen-{role}-{server}.log",
-                                            spawn=spawn), part))
+            child = JsonLinesChild(self.procs, role, logdir / f"flowgen-{role}-{server}.log", spawn=spawn)
+            child.role += f" on {server}"       # its errors name the server
+            children.append((child, part))
         return children
 
     def reset_hosts(self, hosts: list[str]) -> None:

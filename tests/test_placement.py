@@ -81,4 +81,9 @@ def test_plan_shows_the_placement_and_what_cannot_run_over_servers_is_refused(tm
                                   *more], capture_output=True, text=True, timeout=60)
         assert refused.returncode == 2
         assert refused.stderr.strip().splitlines() == [f"run_mptcp.sh: error: {line}"]
+    alone = subprocess.run([SCRIPT, "4", "--ssh-config", "/etc/hostname", "--results", str(tmp_path)],
+                           capture_output=True, text=True, timeout=60)
+    assert alone.returncode == 2
+    assert alone.stderr.strip().splitlines() == [
+        "run_mptcp.sh: error: --ssh-config /etc/hostname without --servers: it configures ssh to the servers"]
     assert list(tmp_path.iterdir()) == []

@@ -332,13 +332,18 @@ def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int
                     flow.error = _error_text(exc.errno or 0)
                 return
 
+    start = t0 + max(offsets.values(), default=0.0)
     threads = [threading.Thread(target=keep_full, args=(f, t0 + offsets.get(f.index, 0.0)),
                                 name=f"flow {f.index}", daemon=True) for f in live]
     for t in threads:
         t.start()
+    # Until the end, the harness's going, or every writer's end (its
+    # connection reset: the network it ran in is being removed).
     while not control.closed and (left := end - time.monotonic()) > 0:
-        if select.select([control], [], [], left)[0]:
+        if select.select([control], [], [], min(left, 1.0))[0]:
             control.read()
+        elif time.monotonic() > start and not any(t.is_alive() for t in threads):
+            break
     # A writer blocked in send() wakes only when its socket changes state:
     # shutdown() does that (the send fails with EPIPE); send() then aborts
     # every socket, so the FIN queued here is never waited for.

@@ -252,8 +252,11 @@ class SweepConfig(LongFlowSettings):
             if self.fabric != "l3" or self.driver != "socket":
                 raise ConfigError(f"--servers with --fabric {self.fabric} --driver {self.driver}: over "
                                   "servers the network runs on --fabric l3 with --driver socket")
-            if self.ssh_config is not None and not os.path.isfile(self.ssh_config):
-                shown = self.ssh_config if len(self.ssh_config) <= 60 else self.ssh_config[:60] + "..."
+        if self.ssh_config is not None:
+            shown = self.ssh_config if len(self.ssh_config) <= 60 else self.ssh_config[:60] + "..."
+            if not self.servers:
+                raise ConfigError(f"--ssh-config {shown} without --servers: it configures ssh to the servers")
+            if not os.path.isfile(self.ssh_config):
                 raise ConfigError(f"--ssh-config {shown}: no such file")
         hosts = self.k ** 3 // 4
         for w in self.workloads:
