@@ -82,8 +82,15 @@ class Share:
 
     def send(self, kind: str, **body) -> None:
         with self.lock:
-            self.proc.stdin.write((json.dumps({kind: body}) + "\n").encode())
-            self.proc.stdin.flush()
+            try:
+                self.proc.stdin.write((json.dumps({kind: body}) + "\n").encode())
+                self.proc.stdin.flush()
+            except (OSError, ValueError):   # its worker or connection is gone
+                try:
+                    self.proc.wait(timeout=5)   # for ended_why's exit status
+                except subprocess.TimeoutExpired:
+                    pass
+                raise self.error(self.ended_why()) from None
 
     def receive(self, timeout_s: float) -> dict:
         """The worker's next message; SshError if it ends or is silent."""
@@ -210,7 +217,7 @@ class Cluster(Started):
             for share in self.shares:
                 try:
                     share.send("ping")
-                except (OSError, ValueError):   # ended: problems() says so
+                except SshError:   # ended: problems() says so
                     pass
 
     def close(self) -> None:
@@ -224,7 +231,7 @@ class Cluster(Started):
             for share in live:
                 try:
                     share.send("stop")
-                except (OSError, ValueError):
+                except SshError:
                     pass
             self.tracker.wait([s.proc for s in live], time.monotonic() + STOP_TIMEOUT_S)
         self.tracker.stop([s.proc for s in self.shares if s.proc is not None])

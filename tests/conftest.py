@@ -181,10 +181,12 @@ def awake():
         yield keeper
 
 
-def interrupt_after_first_run(argv: list[str], first: Path, settle_s: float) -> tuple[int, str, bytes]:
+def interrupt_after_first_run(argv: list[str], first: Path, settle_s: float,
+                              act=None, wait_s: float = 60) -> tuple[int, str, bytes]:
     """Start `argv` (run_mptcp.sh ...), wait until its first run.json `first`
-    exists, let the next run's traffic go for `settle_s`, then Ctrl-C it.
-    Returns (exit status, stderr, `first` as it was before the Ctrl-C)."""
+    exists, let the next run's traffic go for `settle_s`, then Ctrl-C it (or
+    call `act()`) and wait up to `wait_s` for it to end.
+    Returns (exit status, stderr, `first` as it was before)."""
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -193,8 +195,8 @@ def interrupt_after_first_run(argv: list[str], first: Path, settle_s: float) -> 
         assert first.exists(), "the first run never finished"
         kept = first.read_bytes()
         time.sleep(settle_s)
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        act() if act else proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=wait_s)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -112,9 +112,7 @@ def test_a_cut_ssh_connection_ends_both_sides_within_a_minute(servers):
     lost = servers[0]
     with Cluster(remotes(servers), options, say=lambda _: None) as cluster:
         cluster.build(SPEC, placement(servers))
-        drop = "\n".join(["*filter", "-I INPUT -p tcp --dport 22 -j DROP",
-                          "-I OUTPUT -p tcp --sport 22 -j DROP", "COMMIT", ""])
-        run(["iptables-restore", "--noflush"], 10, ns_pid=lost.ns_pid, input=drop)
+        cut_ssh(lost)
         cut = time.monotonic()
         while not cluster.problems() and time.monotonic() - cut < 60:
             time.sleep(0.5)
@@ -181,14 +179,69 @@ def test_every_pair_of_servers_is_probed_and_a_slow_tunnel_is_flagged(servers):
     back_to(servers, before, 30)
 
 
-def test_a_sweep_over_two_servers_runs_mptcp_and_a_ctrl_c_mid_run_leaves_nothing(servers, tmp_path):
-    """MPTCP-8, then TCP interrupted 3 s into its traffic."""
-    servers, options, before = servers
+def sweep_of_two_runs(servers, options, tmp_path):
+    """(run_mptcp.sh's argv, its results folder, its first run's record):
+    MPTCP-8 then TCP, 10 s of traffic each."""
     results = tmp_path / "results"
     argv = [str(ROOT / "run_mptcp.sh"), "4", "--servers", ",".join(r.destination for r in remotes(servers)),
             "--ssh-config", str(ssh_config_file(tmp_path, options)), "--subflows", "8,1", "--bw", "5",
             "--time", "6", "--warmup", "4", "--no-plots", "--results", str(results)]
-    first = results / "ft4" / "one_to_one" / "flows8" / "run.json"
+    return argv, results, results / "ft4" / "one_to_one" / "flows8" / "run.json"
+
+
+def worker_pid(server) -> int:
+    """The harness's worker on `server`: the process in its network namespace running emulator.worker."""
+    netns = os.readlink(f"/proc/{server.ns_pid}/ns/net")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if (os.readlink(f"/proc/{pid}/ns/net") == netns
+                    and b"emulator.worker" in open(f"/proc/{pid}/cmdline", "rb").read()):
+                return int(pid)
+        except OSError:     # ended meanwhile
+            pass
+    raise AssertionError(f"no worker on {server.name}")
+
+
+def cut_ssh(server) -> None:
+    """Drop the server's ssh packets both ways."""
+    drop = "\n".join(["*filter", "-I INPUT -p tcp --dport 22 -j DROP",
+                      "-I OUTPUT -p tcp --sport 22 -j DROP", "COMMIT", ""])
+    run(["iptables-restore", "--noflush"], 10, ns_pid=server.ns_pid, input=drop)
+
+
+@pytest.mark.parametrize("fault", ["worker-killed", "ssh-cut"])
+def test_a_server_lost_mid_run_stops_the_sweep_naming_it_and_leaves_nothing(servers, tmp_path, fault):
+    """The first server's worker SIGKILLed, or its ssh cut, 3 s into the second run's traffic."""
+    servers, options, before = servers
+    lost = servers[0]
+    argv, results, first = sweep_of_two_runs(servers, options, tmp_path)
+    noticed = {}
+
+    def act():
+        if fault == "worker-killed":
+            os.kill(worker_pid(lost), signal.SIGKILL)
+        else:
+            cut_ssh(lost)
+        noticed["at"] = time.monotonic()
+    try:
+        code, err, kept = interrupt_after_first_run(argv, first, settle_s=3, act=act, wait_s=180)
+        ended_s = time.monotonic() - noticed["at"]
+        lines = err.strip().splitlines()
+        assert code == 1 and lines[-1].startswith(f"run_mptcp.sh: error: root@{lost.address}: "), err[-2000:]
+        assert first.read_bytes() == kept
+        assert not (results / "ft4" / "one_to_one" / "flows1" / "run.json").exists()
+        back_to(servers, before, 60)
+        print(f"\n{fault}: {lines[-1]}\nthe sweep ended {ended_s:.0f} s after, the servers were "
+              f"clean {time.monotonic() - noticed['at']:.0f} s after")
+    finally:
+        if fault == "ssh-cut":  # sshd's own session process waits for the lost client
+            run(["ss", "-K", "-t", "sport", "= :22"], 10, ns_pid=lost.ns_pid)
+
+
+def test_a_sweep_over_two_servers_runs_mptcp_and_a_ctrl_c_mid_run_leaves_nothing(servers, tmp_path):
+    """MPTCP-8, then TCP interrupted 3 s into its traffic."""
+    servers, options, before = servers
+    argv, results, first = sweep_of_two_runs(servers, options, tmp_path)
     code, err, kept = interrupt_after_first_run(argv, first, settle_s=3)
     assert code == 130 and "interrupted" in err, err[-2000:]
     assert first.read_bytes() == kept
