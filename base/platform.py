@@ -10,6 +10,22 @@ from pathlib import Path
 VMLINUX_BTF = Path("/sys/kernel/btf/vmlinux")
 
 
+def harness_cache() -> Path:
+    """Where the harness keeps what it measured of this machine (calibrations, run times)."""
+    return Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harness"))
+
+
+def machine() -> dict:
+    """What a calibration is valid for: kernel, cores and CPU model."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"kernel": os.uname().release, "cpus": os.cpu_count() or 1, "cpu_model": model}
+
+
 def kernel_release() -> str:
     return os.uname().release
 

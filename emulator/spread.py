@@ -143,8 +143,11 @@ class SpreadNetwork(Started):
 
     def __init__(self, topo: DCTopo, link: LinkParams, cc: str, seed: int, fabric: str,
                  placement: Placement, remotes: list[Remote], ssh_options: tuple[str, ...] = (),
-                 host_settings: dict[str, str] | None = None, say=print):
+                 host_settings: dict[str, str] | None = None, say=print, guard=None):
+        """`guard(kernels)`, called once the workers have said who they are and
+        before anything is built: the servers of each kernel as (name, identity)."""
         self.topo, self.placement = topo, placement
+        self.guard = guard
         self.spec = {"topology": type(topo).__name__, "k": topo.k, "fabric": fabric, "seed": seed,
                      "link": dataclasses.asdict(link), "cc": cc,
                      "host_settings": dict(host_settings or {})}
@@ -162,6 +165,9 @@ class SpreadNetwork(Started):
     def start(self) -> None:
         try:
             self.cluster.start()
+            if self.guard:
+                self.guard([[(n, self.cluster.share(n).identity) for n in names]
+                            for names in self.cluster.kernels().values()])
             self.fabric.located.update(self.cluster.build(self.spec, self.placement.where))
             self.probes = self.cluster.probe()
         except BaseException:

@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from base.links import LinkParams
+from base.platform import harness_cache, machine
 from base.signals import deferred
 
 HEARTBEAT_S = 5                  # how often the coordinator pings
@@ -59,10 +60,16 @@ BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 def identity() -> dict:
     """What a coordinator checks before it builds on a server. `boot`: the
-    kernel's boot id, the same for servers that share one kernel."""
+    kernel's boot id, the same for servers that share one kernel;
+    `calibration`: its cached one for the l3 fabric, the one that runs over
+    servers (experiments/capacity), for the coordinator's guard."""
+    try:
+        calibration = json.loads((harness_cache() / "calibration-l3.json").read_text())
+    except (OSError, ValueError):
+        calibration = None
     return {"commit": checkout_commit(), "kernel": platform.release(),
             "boot": BOOT_ID.read_text().strip(), "python": platform.python_version(),
-            "cpus": os.cpu_count() or 1}
+            "cpus": os.cpu_count() or 1, "machine": machine(), "calibration": calibration}
 
 
 class Lines:

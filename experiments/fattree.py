@@ -46,9 +46,10 @@ WINDOW_REPAIRS = "CoupledCcWindowRepairs"
 
 
 class Sweep:
-    def __init__(self, cfg: SweepConfig, say=print, capacity=None):
+    def __init__(self, cfg: SweepConfig, say=print, capacity=None, guard_servers: bool = False):
         """`capacity`: the capacity guard's verdict for this sweep
-        (experiments.capacity.Verdict), recorded in every run."""
+        (experiments.capacity.Verdict), recorded in every run; over servers,
+        with `guard_servers`, judged once their workers answer."""
         self.cfg = cfg
         self.say = say
         self.capacity = capacity
@@ -58,7 +59,8 @@ class Sweep:
             from emulator.spread import SpreadNetwork, remote_of
             self.net = SpreadNetwork(FatTree(k=cfg.k), cfg.link, cfg.cc, cfg.seed, cfg.fabric,
                                      cfg.placement(), [remote_of(s) for s in cfg.servers],
-                                     cfg.ssh_options, host_settings=host_sysctls(cfg), say=say)
+                                     cfg.ssh_options, host_settings=host_sysctls(cfg), say=say,
+                                     guard=self._admit_servers if guard_servers else None)
         else:
             self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
                                log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
@@ -105,6 +107,10 @@ class Sweep:
     def close(self) -> None:
         """Remove what this sweep created (Network.close says in which order)."""
         self.net.close()
+
+    def _admit_servers(self, kernels) -> None:
+        from experiments.capacity.servers import admit_servers
+        self.capacity = admit_servers(self.cfg, kernels, self.say)
 
     # -- set-up ----------------------------------------------------------------
     def _environment(self) -> dict:
@@ -305,7 +311,7 @@ class FatTreeExperiment(Experiment):
         """From the command line's config, guarded; or around a Sweep that
         a test, benchmark or the calibration built (`guard=False`)."""
         if isinstance(sweep, SweepConfig):
-            sweep = Sweep(sweep, say=say)
+            sweep = Sweep(sweep, say=say, guard_servers=guard)
         super().__init__(sweep.cfg, sweep.say)
         self.sweep = sweep
         self.guard = guard
@@ -314,7 +320,7 @@ class FatTreeExperiment(Experiment):
     def admit(self) -> None:
         """The capacity guard (experiments/capacity/guard.py), judged on what
         this machine's FatTree runs cost."""
-        if not self.guard:
+        if not self.guard or self.cfg.servers:    # over servers: once they answer (Sweep.open)
             return
         from experiments import capacity
         from experiments.capacity.guard import admit

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base.files import atomic_write_text
+from base.platform import harness_cache
 
 # Where this machine has recorded none of the experiment at that size, what
 # `sudo ./run_mptcp.sh 4` took on a 2-core machine (8 runs of 40 s after
@@ -61,15 +62,11 @@ def size_of(cfg) -> str:
 
 # -- what this machine recorded ------------------------------------------------
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harness"))
-
-
 class History:
     """Runs this machine finished: per (experiment, size), (traffic s, wall s)."""
 
     def __init__(self, path: Path | None = None):
-        self.path = path or _cache_dir() / "run-history.json"
+        self.path = path or harness_cache() / "run-history.json"
 
     def read(self) -> dict[str, list[list[float]]]:
         try:

@@ -255,4 +255,22 @@ def test_a_sweep_over_two_servers_runs_mptcp_and_a_ctrl_c_mid_run_leaves_nothing
     # Each connection's 7 joins, as the kernels of both servers counted them.
     assert record["kernel_counters"]["MPTcpExtMPJoinAckRx"] >= 16 * 7
     assert record["cpu_mean_pct"] is not None
+    # The two servers share this kernel: one machine, judged once against its cores.
+    [(machine, judged)] = record["capacity"]["by_machine"].items()
+    assert machine == " + ".join(r.destination for r in remotes(servers))
+    assert judged["cores"] == os.cpu_count() and judged["fits"]
     back_to(servers, before, 60)
+
+
+def test_a_sweep_over_servers_their_machine_cannot_carry_is_refused_before_building(servers, tmp_path):
+    servers, options, before = servers
+    argv, results, _ = sweep_of_two_runs(servers, options, tmp_path)
+    refused = subprocess.run([*argv[:argv.index("--bw") + 1], "40", *argv[argv.index("--bw") + 2:]],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    [line] = refused.stderr.strip().splitlines()
+    assert line.startswith("run_mptcp.sh: error: capacity: at 40 Mb/s over 1 machine "
+                           f"({os.cpu_count()} cores in all)")
+    assert "fidelity cannot hold: use --bw" in line
+    assert not (results / "ft4").exists()
+    back_to(servers, before, 30)

@@ -87,3 +87,30 @@ def test_plan_shows_the_placement_and_what_cannot_run_over_servers_is_refused(tm
     assert alone.stderr.strip().splitlines() == [
         "run_mptcp.sh: error: --ssh-config /etc/hostname without --servers: it configures ssh to the servers"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("k,servers", [(4, "ab"), (8, "abcd")])
+def test_each_server_forwards_its_share_and_a_tunnelled_hop_costs_more(monkeypatch, k, servers):
+    from dctopo.workloads import make_matrix
+    from experiments.capacity import demand_gbit_hops, servers as guard
+    shape = FatTreeShape(k)
+    placed = place_by_pod(shape, tuple(servers))
+    matrix = make_matrix("one_to_one", shape.hosts(), 0)
+    total = demand_gbit_hops(shape, matrix, 10.0)
+    weighted = guard.demand_by_server(shape, placed, matrix, 10.0)
+    monkeypatch.setattr(guard, "TUNNEL_COST", 1.0)
+    plain = guard.demand_by_server(shape, placed, matrix, 10.0)
+    assert sum(plain.values()) == pytest.approx(total)        # every hop counted once
+    assert sum(weighted.values()) > total
+    assert all(d > 0 for d in plain.values())
+
+
+def test_plan_judges_each_server_as_this_machine_until_it_answers():
+    planned = subprocess.run([SCRIPT, "8", "--bw", "10", "--servers", "a,b,c,d", "--plan"],
+                             capture_output=True, text=True, timeout=60)
+    assert planned.returncode == 0, planned.stderr
+    [line] = [ln for ln in planned.stdout.splitlines() if ln.startswith("capacity")]
+    assert line.startswith("capacity, each server judged as if it were this machine until its "
+                           "worker says what it is: ")
+    for server in "abcd":
+        assert f"; {server} about " in line or f": {server} about " in line

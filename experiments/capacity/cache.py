@@ -9,10 +9,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 from base.files import atomic_write_text
+from base.platform import harness_cache
 from experiments.capacity.calibration import CALIBRATION_BW_MBPS, Calibration, Observation
 from experiments.capacity.prediction import cost_for
 
-CACHE_DIR = Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harness"))
+CACHE_DIR = harness_cache()
 OBSERVATIONS_KEPT = 9           # per configuration: what the cache's median is taken over
 
 
@@ -22,12 +23,19 @@ def cache_path(fabric: str) -> Path:
 
 def load(fabric: str) -> Calibration | None:
     try:
-        data = json.loads(cache_path(fabric).read_text())
-        data["observations"] = tuple(data.get("observations", ()))
-        cal = Calibration(**data)
-    except (OSError, ValueError, TypeError, AttributeError):
+        return parse(json.loads(cache_path(fabric).read_text()), fabric)
+    except (OSError, ValueError):
         return None
-    return cal if cal.matches(fabric) else None
+
+
+def parse(data, fabric: str, on: dict | None = None) -> Calibration | None:
+    """A cached calibration's JSON as a Calibration, where it holds for
+    `fabric` on the machine `on` (base.platform.machine(); this one by default)."""
+    try:
+        cal = Calibration(**{**data, "observations": tuple(data.get("observations", ()))})
+    except (TypeError, AttributeError):
+        return None
+    return cal if cal.matches(fabric, on) else None
 
 
 def save(cal: Calibration) -> None:

@@ -3,10 +3,10 @@ fabric (Calibration), what one MPTCP-8 run cost with the configuration it ran
 (Observation), and the machine a calibration holds for."""
 from __future__ import annotations
 
-import os
-import platform
 import statistics
 from dataclasses import dataclass
+
+from base.platform import machine
 
 CALIBRATION_VERSION = 3         # 3: observations carry their configuration
 CALIBRATION_BW_MBPS = 10.0      # the link rate the calibration runs at
@@ -27,8 +27,9 @@ class Calibration:
     under_load: str = ""            # why it is not to be cached; "" where the machine was quiet
     observations: tuple = ()        # Observation.as_dict() of the calibration's repeats, then runs'
 
-    def matches(self, fabric: str) -> bool:
-        return (self.fabric == fabric and self.machine == machine()
+    def matches(self, fabric: str, on: dict | None = None) -> bool:
+        """It holds for `fabric` on the machine `on` (this one by default)."""
+        return (self.fabric == fabric and self.machine == (on or machine())
                 and self.version == CALIBRATION_VERSION)
 
     def measured_cost(self, k: int, workload: str, bw_mbps: float) -> tuple[float, int] | None:
@@ -82,14 +83,3 @@ class Observation:
     @staticmethod
     def key_of(obs: dict) -> tuple:
         return (obs["k"], obs["workload"], float(obs["bw_mbps"]))
-
-
-def machine() -> dict:
-    """What a calibration is valid for."""
-    model = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
-    except OSError:
-        pass
-    return {"kernel": platform.release(), "cpus": os.cpu_count() or 1, "cpu_model": model}
