@@ -1,10 +1,6 @@
-"""A sweep: one network, many runs (workloads x subflow counts).
-
-The network is built once and reconfigured per run, not built again for
-every subflow count. Every run lands in its own folder through `RunStage`;
-whatever happens, `finally` stops exactly the processes, path manager
-sockets and namespaces this sweep created.
-"""
+"""A sweep: one network, built once and reconfigured per run, many runs
+(workloads x subflow counts), each in its own folder through `RunStage`;
+whatever happens, `finally` stops exactly what this sweep created."""
 from __future__ import annotations
 
 import os
@@ -47,9 +43,8 @@ WINDOW_REPAIRS = "CoupledCcWindowRepairs"
 
 class Sweep:
     def __init__(self, cfg: SweepConfig, say=print, capacity=None, guard_servers: bool = False):
-        """`capacity`: the capacity guard's verdict for this sweep
-        (experiments.capacity.Verdict), recorded in every run; over servers,
-        with `guard_servers`, judged once their workers answer."""
+        """`capacity`: the capacity guard's verdict, recorded in every run;
+        over servers, with `guard_servers`, judged once their workers answer."""
         self.cfg = cfg
         self.say = say
         self.capacity = capacity
@@ -57,10 +52,14 @@ class Sweep:
                      if cfg.schedule_interval_s is not None else {})
         if cfg.servers:     # spread over them by a worker each (emulator/spread.py)
             from emulator.spread import SpreadNetwork, remote_of
+            from experiments.capacity.servers import admit_servers
+
+            def admit(kernels) -> None:
+                self.capacity = admit_servers(cfg, kernels, say)
             self.net = SpreadNetwork(FatTree(k=cfg.k), cfg.link, cfg.cc, cfg.seed, cfg.fabric,
                                      cfg.placement(), [remote_of(s) for s in cfg.servers],
                                      cfg.ssh_options, host_settings=host_sysctls(cfg), say=say,
-                                     guard=self._admit_servers if guard_servers else None)
+                                     guard=admit if guard_servers else None)
         else:
             self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
                                log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
@@ -107,10 +106,6 @@ class Sweep:
     def close(self) -> None:
         """Remove what this sweep created (Network.close says in which order)."""
         self.net.close()
-
-    def _admit_servers(self, kernels) -> None:
-        from experiments.capacity.servers import admit_servers
-        self.capacity = admit_servers(self.cfg, kernels, self.say)
 
     # -- set-up ----------------------------------------------------------------
     def _environment(self) -> dict:
