@@ -15,6 +15,11 @@ def harness_cache() -> Path:
     return Path(os.environ.get("MPTCP_HARNESS_CACHE", "/var/cache/mptcp-dc-harness"))
 
 
+def calibration_file(fabric: str) -> str:
+    """The name of a fabric's calibration in the harness cache."""
+    return f"calibration-{fabric}.json"
+
+
 def machine() -> dict:
     """What a calibration is valid for: kernel, cores and CPU model."""
     model = ""
@@ -23,7 +28,7 @@ def machine() -> dict:
             model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), "")
     except OSError:
         pass
-    return {"kernel": os.uname().release, "cpus": os.cpu_count() or 1, "cpu_model": model}
+    return {"kernel": kernel_release(), "cpus": os.cpu_count() or 1, "cpu_model": model}
 
 
 def kernel_release() -> str:

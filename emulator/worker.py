@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from base.links import LinkParams
-from base.platform import harness_cache, machine
+from base.platform import calibration_file, harness_cache, machine
 from base.signals import deferred
 
 HEARTBEAT_S = 5                  # how often the coordinator pings
@@ -64,7 +64,7 @@ def identity() -> dict:
     `calibration`: its cached one for the l3 fabric, the one that runs over
     servers (experiments/capacity), for the coordinator's guard."""
     try:
-        calibration = json.loads((harness_cache() / "calibration-l3.json").read_text())
+        calibration = json.loads((harness_cache() / calibration_file("l3")).read_text())
     except (OSError, ValueError):
         calibration = None
     return {"commit": checkout_commit(), "kernel": platform.release(),

@@ -11,7 +11,6 @@ needs neither root nor the harness's packages.
 from __future__ import annotations
 
 import json
-import os
 import statistics
 from dataclasses import dataclass
 from pathlib import Path

@@ -125,7 +125,7 @@ def capacity_line(cfg) -> str:
                 f"{cfg.fabric}; the first real run measures what forwarding costs here "
                 f"(FatTree(4) one_to_one MPTCP-8 at {calibration.CALIBRATION_BW_MBPS:g} Mb/s, "
                 f"{measurement.CALIBRATION_REPEATS} x {measurement.CALIBRATION_TIME_S:g} s) before it judges")
-    if getattr(cfg, "servers", ()):
+    if cfg.servers:
         from experiments.capacity.servers import judge_servers, stand_in_machines
         verdict = judge_servers(cfg, stand_in_machines(cfg, cal))
         return (f"capacity, each server judged as if it were this machine until its worker says "

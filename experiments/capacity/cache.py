@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import statistics
 from dataclasses import asdict
 from pathlib import Path
 
 from base.files import atomic_write_text
-from base.platform import harness_cache
+from base.platform import calibration_file, harness_cache
 from experiments.capacity.calibration import CALIBRATION_BW_MBPS, Calibration, Observation
 from experiments.capacity.prediction import cost_for
 
@@ -18,7 +17,7 @@ OBSERVATIONS_KEPT = 9           # per configuration: what the cache's median is 
 
 
 def cache_path(fabric: str) -> Path:
-    return CACHE_DIR / f"calibration-{fabric}.json"
+    return CACHE_DIR / calibration_file(fabric)
 
 
 def load(fabric: str) -> Calibration | None:

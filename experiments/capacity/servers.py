@@ -19,18 +19,22 @@ from experiments.capacity.prediction import (CPU_BUDGET_PCT, Verdict, cost_for, 
 TUNNEL_COST = 1.35
 
 
-def hop_costs(placement, path_links: int, src: str, dst: str) -> dict[str, float]:
+def core_shares(placement) -> dict[str, float]:
+    """Server -> the share of the core switches it runs (ECMP spreads a
+    pod-crossing flow's core hop over them all alike)."""
+    cores = [s for n, s in placement.where.items() if n.startswith("c")]
+    return {s: cores.count(s) / len(cores) for s in set(cores)}
+
+
+def hop_costs(placement, cores: dict[str, float], path_links: int, src: str, dst: str) -> dict[str, float]:
     """Server -> packet-hops (tunnelled ones weighted) one packet from host
-    `src` to host `dst` costs, a core's hops spread over the cores' servers."""
-    where = placement.where
-    s, d = where[src], where[dst]
+    `src` to host `dst` costs, the core hop spread as `cores` (core_shares) says."""
+    s, d = placement.where[src], placement.where[dst]
     if path_links < 6:          # within one pod: every hop on its server
         return {s: float(path_links)}
-    cores = [n for n in where if n.startswith("c")]
     out = {s: 2.0}              # host -> edge -> aggregation
     out[d] = out.get(d, 0.0) + 2.0      # aggregation -> edge -> host
-    for core in cores:
-        c, share = where[core], 1.0 / len(cores)
+    for c, share in cores.items():
         out[s] += share * (TUNNEL_COST if c != s else 1.0)              # aggregation -> core
         out[c] = out.get(c, 0.0) + share * (TUNNEL_COST if c != d else 1.0)     # core -> aggregation
     return out
@@ -39,9 +43,10 @@ def hop_costs(placement, path_links: int, src: str, dst: str) -> dict[str, float
 def demand_by_server(shape, placement, matrix, bw_mbps: float) -> dict[str, float]:
     """Server -> Gbit-hops it forwards if every flow of `matrix` ran at its optimal rate."""
     out = dict.fromkeys(placement.servers, 0.0)
+    cores = core_shares(placement)
     for flow in matrix.flows:
         rate = bw_mbps * matrix.share(flow) / 1000.0
-        for server, hops in hop_costs(placement, shape.path_links(flow.src, flow.dst),
+        for server, hops in hop_costs(placement, cores, shape.path_links(flow.src, flow.dst),
                                       flow.src, flow.dst).items():
             out[server] += rate * hops
     return out
@@ -74,7 +79,7 @@ class ServersVerdict:
         return min(rates) if rates else None
 
     def reason(self) -> str:
-        m0, v0 = self.machines[0]
+        v0 = self.machines[0][1]
         cores = sum(m.calibration.machine["cpus"] for m, _ in self.machines)
         each = "; ".join(f"{m.label} about {v.predicted_cpu_pct:.0f} % of its "
                          f"{m.calibration.machine['cpus']} cores ({v.demand_gbit_hops:.2f} Gb/s, "
