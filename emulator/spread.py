@@ -121,6 +121,11 @@ class SpreadDriver(SocketDriver):
             children.append((child, part))
         return children
 
+    def check_network(self) -> None:
+        """A server lost during the traffic ends the run now, naming it."""
+        for server, why in self.cluster.problems().items():
+            raise SshError(f"{server}: {why}")
+
     def reset_hosts(self, hosts: list[str]) -> None:
         try:
             self.cluster.ask("reset", hosts=hosts)

@@ -138,7 +138,7 @@ class SocketDriver(TrafficDriver):
             if on_started:
                 on_started()
             deadline = time.monotonic() + RELEASE_LEAD_S + total_s + self.finish_grace_s()
-            sent = [child.hear(max(0.0, deadline - time.monotonic())) for child, _ in senders]
+            sent = [self._hear_watching(child, deadline) for child, _ in senders]
             received = [child.hear(DRAIN_S) for child, _ in receivers]
             for i, (child, _) in enumerate(receivers):
                 if received[i] is None:
@@ -159,6 +159,18 @@ class SocketDriver(TrafficDriver):
         """The flowgen processes of one role, each with its flows (here: one
         for all; emulator/spread.py: one per server, for that server's hosts)."""
         return [(JsonLinesChild(self.procs, role, logdir / f"flowgen-{role}.log"), flows)]
+
+    def check_network(self) -> None:
+        """Raises if the network the flows run on is gone (emulator/spread.py:
+        a server lost); polled every second of the traffic."""
+
+    def _hear_watching(self, child: JsonLinesChild, deadline: float) -> dict | None:
+        """The child's next line by `deadline`, checking the network each second."""
+        while (line := child.hear(min(1.0, max(0.0, deadline - time.monotonic())))) is None:
+            if time.monotonic() >= deadline:
+                return None
+            self.check_network()
+        return line
 
     def reset_hosts(self, hosts: list[str]) -> None:
         """An interrupted run's connections reset (common.reset_connections)."""
