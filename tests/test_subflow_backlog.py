@@ -36,7 +36,7 @@ FAST_LINK = LinkParams(bw_mbps=4, queue_pkts=100)
 SLOW_LINK = LinkParams(bw_mbps=0.5, queue_pkts=100)
 FAST, SLOW = "wifi", "3g"          # WiFi3G's names of its two paths
 LOWAT = 4096
-RUN_S = 50
+RUN_S = 30
 # Medians leave out the start: slow start, and the slow path's queue
 # (2.4 s at 0.5 Mb/s) filling.
 SETTLE_S = 10
