@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from base.errors import ConfigError
+from base.errors import ConfigError, clipped
 
 MAX_SERVERS = 64
 # An ssh destination as a user types it: [user@]host, a name or an address.
@@ -26,8 +26,7 @@ def parse_servers(text: str) -> tuple[str, ...]:
     names = tuple(p.strip() for p in text.split(","))
     for name in names:
         if not SERVER_NAME.fullmatch(name):
-            shown = name if len(name) <= 40 else name[:40] + "..."
-            raise ConfigError(f"--servers {shown!r}: a server is an ssh destination, [user@]host, "
+            raise ConfigError(f"--servers {clipped(name)!r}: a server is an ssh destination, [user@]host, "
                               "of letters, digits and . _ - : @ [ ] (at most 255)")
     if len(set(names)) != len(names):
         twice = next(n for n, c in Counter(names).items() if c > 1)

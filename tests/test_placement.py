@@ -76,7 +76,10 @@ def test_plan_shows_the_placement_and_what_cannot_run_over_servers_is_refused(tm
             (["--driver", "iperf3"], "--servers with --fabric l3 --driver iperf3: over servers the "
                                      "network runs on --fabric l3 with --driver socket"),
             (["--ssh-config", "/nonexistent/ssh_config"], "--ssh-config /nonexistent/ssh_config: no such file"),
-            (["--ssh-config", "/x" * 200], f"--ssh-config {('/x' * 30)}...: no such file")]:
+            (["--ssh-config", "/x" * 200], f"--ssh-config {('/x' * 30)}...: no such file"),
+            (["--servers", "lab1," + "x" * 300], f"--servers {'x' * 60 + '...'!r}: a server is an ssh "
+                                                  "destination, [user@]host, of letters, digits and "
+                                                  ". _ - : @ [ ] (at most 255)")]:
         refused = subprocess.run([SCRIPT, "4", "--servers", "lab1,lab2", "--results", str(tmp_path),
                                   *more], capture_output=True, text=True, timeout=60)
         assert refused.returncode == 2

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from base import records
-from base.errors import ConfigError
+from base.errors import ConfigError, clipped
 from base.links import LinkParams
 from base.options import again, links, option
 from dctopo.fattree_shape import FatTreeShape
@@ -253,7 +253,7 @@ class SweepConfig(LongFlowSettings):
                 raise ConfigError(f"--servers with --fabric {self.fabric} --driver {self.driver}: over "
                                   "servers the network runs on --fabric l3 with --driver socket")
         if self.ssh_config is not None:
-            shown = self.ssh_config if len(self.ssh_config) <= 60 else self.ssh_config[:60] + "..."
+            shown = clipped(self.ssh_config)
             if not self.servers:
                 raise ConfigError(f"--ssh-config {shown} without --servers: it configures ssh to the servers")
             if not os.path.isfile(self.ssh_config):
