@@ -74,17 +74,39 @@ def field_names(point) -> list[str]:
 
 
 def varying(points: list) -> list[str]:
-    """The fields in which a config's points differ: what tells them apart."""
-    if not points:
-        return []
-    return [n for n in field_names(points[0])
-            if len({repr(getattr(p, n)) for p in points}) > 1]
+    """The fields in which a config's points differ: what tells them apart.
+    A field holding a dataclass (a point's LinkParams) is named by the parts
+    of it that differ, "wifi.loss_pct"."""
+    names = list(dict.fromkeys(n for p in points for n in field_names(p)))
+    out = []
+    for n in names:
+        values = [getattr(p, n, None) for p in points]
+        if len({repr(v) for v in values}) < 2:
+            continue
+        parts = [f.name for f in dataclasses.fields(values[0])] if dataclasses.is_dataclass(values[0]) else []
+        out += [f"{n}.{sub}" for sub in parts if len({repr(getattr(v, sub, None)) for v in values}) > 1] or [n]
+    return out
+
+
+def value_of(point, name: str):
+    """A point's value of a field ("wifi.loss_pct": of a part of one); None if it has none."""
+    head, _, sub = name.partition(".")
+    if head not in field_names(point):
+        return None
+    value = getattr(point, head)
+    return getattr(value, sub) if sub else value
 
 
 def point_text(point, fields: list[str]) -> str:
+    """What --plan says of a point: its own `plan_text()` where it has one,
+    else its values of `fields` (those it has, not None)."""
+    if hasattr(point, "plan_text"):
+        return point.plan_text()
     if not field_names(point):
         return str(point)
-    return ", ".join(f"{n} {getattr(point, n)}" for n in fields) or "the only run"
+    shown = [(name.replace(".", " "), value) for name in fields
+             if (value := value_of(point, name)) is not None]
+    return ", ".join(f"{n} {v:g}" if isinstance(v, float) else f"{n} {v}" for n, v in shown) or "the only run"
 
 
 def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -83,6 +84,8 @@ def test_list_and_plan_need_no_root_and_no_packages(name):
     done = fresh_machine(f"./run_mptcp.sh {argv} --plan", user="65534")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.startswith(f"plan: run_mptcp.sh {name}") and "estimate: " in done.stdout
+    # A point reads as its values: no field that is not set, no object's repr.
+    assert not re.search(r"\bNone\b|\w+\(\w+=", done.stdout), done.stdout
 
 
 @needs_root

@@ -258,7 +258,8 @@ class SeedPoint:
 
     @property
     def field_names(self) -> list[str]:
-        return ["seed", *(f.name for f in dataclasses.fields(self.point))]
+        return ["seed", *(getattr(self.point, "field_names", None)
+                          or [f.name for f in dataclasses.fields(self.point)])]
 
     def __getattr__(self, name: str):
         # The point's own fields and properties (its subflows, its x), for --plan.

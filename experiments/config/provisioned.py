@@ -51,6 +51,10 @@ class ProvisionedPoint:
         """Its folder: tcp_p1 .. tcp_p4, or the scheme."""
         return f"tcp_p{self.path + 1}" if self.scheme == "tcp" else self.scheme
 
+    def plan_text(self) -> str:
+        """Its scheme and paths, numbered from 1 as --order and --paths number them."""
+        return f"{self.scheme} on path{'s' * (len(self.paths) > 1)} {','.join(str(i + 1) for i in self.paths)}"
+
     def run_dir(self, results: Path, fabric: str) -> Path:
         return records.provisioned_run(results, fabric, self.variant, self.label)
 

@@ -28,6 +28,11 @@ class TransfersPoint:
     def label(self) -> str:
         return f"n{self.switches}" if self.sweep == "nswitch" else f"s{self.senders}-r{self.receivers}"
 
+    def plan_text(self) -> str:
+        where = (f"{self.switches} switches" if self.sweep == "nswitch"
+                 else f"{self.senders} senders to {self.receivers} receivers")
+        return f"{self.sweep}: {where}, subflows {self.subflows}"
+
     def run_dir(self, results: Path) -> Path:
         return records.transfers_run(results, self.sweep, self.label, self.subflows)
 
