@@ -23,6 +23,12 @@ def defaults(row: catalogue.Row):
     return cfg
 
 
+def estimate(row: catalogue.Row, cfg, points: list | None = None) -> plan.Estimate:
+    """The wall time of a row's points (all by default) on this machine."""
+    return plan.estimate(row.name, cfg, row.load("traffic"), points, machine=row.machine,
+                         calibration_s=plan.CALIBRATION_S if plan.calibrates_first(cfg) else 0.0)
+
+
 def table() -> list[str]:
     """One line per experiment: command, what it reproduces, runs and time at the defaults."""
     lines = ["| command | reproduces | what it runs | runs at the defaults | time here |",
@@ -30,7 +36,7 @@ def table() -> list[str]:
     for row in catalogue.rows().values():
         try:
             cfg = defaults(row)
-            est = plan.estimate(row.name, cfg, row.load("traffic"), machine=row.machine)
+            est = estimate(row, cfg)
             runs, wall = str(est.points), ("unknown" if est.wall_s is None else plan.clock(est.wall_s))
         except ConfigError as exc:      # a default this kernel cannot run
             runs, wall = "-", f"not here: {exc}"
@@ -127,7 +133,7 @@ def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:
         t = traffic(cfg, point)
         lines.append(f"  [{i}/{len(every)}] {point_text(point, fields)}"
                      + ("" if not t else f": {t:g} s of traffic"))
-    est = plan.estimate(row.name, cfg, traffic, points, machine=row.machine)
+    est = estimate(row, cfg, points)
     lines.append(f"estimate: {est.line()}")
     lines.append(f"results: {cfg.results}/{row.layout}")
     lines += getattr(cfg, "plan_lines", list)()

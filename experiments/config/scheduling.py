@@ -78,7 +78,8 @@ class SchedulingConfig(LongFlowSettings):
     controller's, and TCP and MPTCP run over the same controller's hash to
     compare with it; they may run on another fabric (their records are
     labelled with it)."""
-    HIDDEN_OPTIONS = ("driver",)        # its flows are the transfer driver's
+    # Its flows are the transfer driver's; the capacity guard does not judge its runs.
+    HIDDEN_OPTIONS = ("driver", "force")
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
     schemes: tuple[str, ...] = names(SCHEDULING_SCHEMES, flag="--schemes", what="scheme")
     intervals_s: tuple[float, ...] = option(PAPER_INTERVALS_S, flag="--intervals", metavar="S,...",
