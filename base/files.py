@@ -59,10 +59,10 @@ def check_folder_writable(path: Path, flag: str) -> None:
     check_folder_path(path, flag)
     made: list[Path] = []
     p = path
-    while not p.exists():
-        made.append(p)
-        p = p.parent
     try:
+        while not p.exists():       # raises where this user may not look
+            made.append(p)
+            p = p.parent
         for d in reversed(made):
             d.mkdir()
         fd, probe = tempfile.mkstemp(dir=path, prefix=".write-probe-")

@@ -110,6 +110,12 @@ def split_subcommand(argv: list[str]) -> tuple[str | None, list[str]]:
     return None, list(argv)
 
 
+def usage() -> str:
+    """The one line `run_mptcp.sh` alone prints."""
+    return (f"usage: {PROG} K [WORKLOAD] [options] (the FatTree sweep, e.g. 4) | {PROG} NAME "
+            f"[options|--plan|--help], NAME one of {', '.join(SUBCOMMANDS)} | {PROG} list")
+
+
 def _notes(cfg, args) -> list[str]:
     notes = list(getattr(args, "notes", []))
     if getattr(cfg, "fabric_note", ""):
@@ -143,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         if not argv:
-            raise ConfigError("name an experiment: K for the FatTree sweep (e.g. 4), or one of "
-                              f"{', '.join(SUBCOMMANDS)}; `{PROG} list` describes them")
+            print(usage(), file=sys.stderr)
+            return EXIT_BAD_INPUT
         name, rest = split_subcommand(argv)
         if name == "list":
             from harness import listing
@@ -152,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
         command = commands()[name]
         cfg, args = command.config_from(rest)
         shard = command.shard_of(cfg, args)
-        if args.validate_only:
+        if args.validate_only:     # run_mptcp.sh reads whether it needs root from this word
+            print("network" if command.machine else "computed")
             return 0
         if args.plan:
             from harness import listing

@@ -9,7 +9,10 @@ from __future__ import annotations
 import glob
 import os
 import shlex
+import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -67,3 +70,46 @@ def test_plot_without_its_packages_says_how_to_set_up():
     done = fresh_machine("./plot.py results")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1 and "bootstrap.sh" in lines[0], done.stderr
+
+
+def test_no_argument_prints_the_usage_in_one_line_and_installs_nothing():
+    done = fresh_machine("./run_mptcp.sh")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("usage: run_mptcp.sh K"), done.stderr
+    assert done.stdout == "", done.stdout           # no bootstrap line: nothing was installed
+
+
+@pytest.mark.parametrize("sub", ["flowlevel", "model"])
+def test_a_computed_experiment_before_set_up_says_what_to_run_first(sub):
+    done = fresh_machine(f"./run_mptcp.sh {sub}", user="65534")
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and "sudo ./bootstrap.sh" in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("argv,figure", [("flowlevel --k 8 --seeds 0", "flowlevel-fig2.png"),
+                                         ("model", "fattree-subflow-model.png")])
+def test_a_computed_experiment_runs_as_a_user_once_set_up(argv, figure):
+    tmp_path = Path(tempfile.mkdtemp(prefix="user-run-"))      # pytest's own are root's alone
+    tmp_path.chmod(0o777)
+    user = "setpriv --reuid=65534 --regid=65534 --clear-groups"
+    done = subprocess.run(f"cd {ROOT} && {user} env HOME={tmp_path} ./run_mptcp.sh {argv} "
+                          f"--results {tmp_path}/r", shell=True, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    try:
+        assert (tmp_path / "r" / "plots" / figure).stat().st_uid == 65534
+    finally:
+        shutil.rmtree(tmp_path)
+
+
+def test_a_folder_a_user_may_not_look_into_is_refused_in_one_line():
+    hidden = Path(tempfile.mkdtemp(prefix="root-only-"))       # 0700, root's
+    try:
+        done = subprocess.run(f"cd {ROOT} && setpriv --reuid=65534 --regid=65534 --clear-groups "
+                              f"env HOME=/tmp ./run_mptcp.sh model --results {hidden}/r", shell=True,
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        hidden.rmdir()
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
