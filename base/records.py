@@ -16,6 +16,20 @@ from base import catalogue
 
 SCHEMA = 1
 RECORD = catalogue.RECORD
+# A default run of each experiment kept in the repository (figures/baseline.py).
+BASELINES = Path(__file__).resolve().parent.parent / "docs" / "baseline"
+BASELINE_RUNS = "runs.json"
+
+
+def baseline_wall(name: str) -> tuple[float, int] | None:
+    """(wall s, cores) of NAME's baseline, a run of its default command,
+    where its runs.json records both; else None."""
+    import json
+    try:
+        src = json.loads((BASELINES / name / BASELINE_RUNS).read_text())["source"]
+        return float(src["wall_s"]), int(src["cores"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def fattree_run(results: Path, topology: str, workload: str, subflows: int,

@@ -26,8 +26,7 @@ from pathlib import Path
 from base import catalogue, records
 from base.files import atomic_write_text
 
-BASELINES = Path(__file__).resolve().parent.parent / "docs" / "baseline"
-RUNS = "runs.json"
+BASELINES, RUNS = records.BASELINES, records.BASELINE_RUNS
 # A point is a run's folder with its seed taken out (fattree's seed<S>/, the
 # racks' -seed<S>): the seeds of one point give the baseline its spread.
 SEED = re.compile(r"/seed\d+(?=/)|-seed\d+(?=/)")

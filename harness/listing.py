@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import sys
+import textwrap
 
-from base import catalogue
+from base import catalogue, records
 from base.errors import ConfigError
 from experiments import plan
 from harness.declared import row_command
@@ -29,19 +31,55 @@ def estimate(row: catalogue.Row, cfg, points: list | None = None) -> plan.Estima
                          calibration_s=plan.CALIBRATION_S if plan.calibrates_first(cfg) else 0.0)
 
 
-def table() -> list[str]:
-    """One line per experiment: command, what it reproduces, runs and time at the defaults."""
-    lines = ["| command | reproduces | what it runs | runs at the defaults | time here |",
-             "| --- | --- | --- | --- | --- |"]
+MAX_WIDTH = 99          # list's table, whatever the terminal
+HEADS = ("experiment", "root", "runs", "time", "what it runs; figure")
+
+
+def row_time(row: catalogue.Row) -> tuple[str, str, str, int | None]:
+    """(runs, time, note, cores) of a row at its defaults: "~" an estimate
+    here, "*" measured for its baseline (on `cores`) where nothing estimates
+    it, "unknown" where neither; the note says why a default cannot run here."""
+    try:
+        est = estimate(row, defaults(row))
+    except ConfigError as exc:      # a default this kernel cannot run
+        return "-", "not here", f"{row.name}: {exc}", None
+    if est.wall_s is not None:
+        return str(est.points), f"~{plan.clock(est.wall_s)}", "", None
+    known = records.baseline_wall(row.name)
+    if known is None:
+        return str(est.points), "unknown", "", None
+    return str(est.points), f"{plan.clock(known[0])}*", "", known[1]
+
+
+def table(width: int | None = None) -> list[str]:
+    """One experiment a row, at most MAX_WIDTH (or the terminal's) columns:
+    name, root or not, runs and time at the defaults, what it runs wrapped."""
+    width = min(width or shutil.get_terminal_size((80, 24)).columns, MAX_WIDTH)
+    cells, notes, cores = [], [], set()
     for row in catalogue.rows().values():
-        try:
-            cfg = defaults(row)
-            est = estimate(row, cfg)
-            runs, wall = str(est.points), ("unknown" if est.wall_s is None else plan.clock(est.wall_s))
-        except ConfigError as exc:      # a default this kernel cannot run
-            runs, wall = "-", f"not here: {exc}"
-        lines.append(f"| `{PROG} {row.command}` | {row.reproduces} | {row.purpose} | {runs} | {wall} |")
-    return lines
+        runs, time, note, measured_on = row_time(row)
+        cores |= {f"{measured_on}-core"} if measured_on else set()
+        cells.append((row.name, "yes" if row.machine else "no", runs, time,
+                      f"{row.purpose}; {row.reproduces}"))
+        notes += [note] if note else []
+    sizes = [max(len(c[i]) for c in [HEADS, *cells]) for i in range(4)]
+    indent = sum(sizes) + 2 * 4
+    last = max(width - indent, 24)
+
+    def line(c, text):
+        return "  ".join([c[0].ljust(sizes[0]), c[1].ljust(sizes[1]), c[2].rjust(sizes[2]),
+                          c[3].ljust(sizes[3]), text]).rstrip()
+    lines = [line(HEADS, HEADS[4])]
+    for c in cells:
+        wrapped = textwrap.wrap(c[4], last, break_on_hyphens=False) or [""]
+        lines += [line(c, wrapped[0])] + [" " * indent + w for w in wrapped[1:]]
+    legend = (f"root: needs sudo (builds a network); no: runs as a user once set up. time at the "
+              f"defaults: ~ estimated here ({PROG} NAME --plan says from what), * measured for "
+              f"its baseline (docs/baseline/NAME) on a {' or '.join(sorted(cores)) or 'recorded'} "
+              "machine, unknown: neither. "
+              f"`{PROG} 4` is fattree --k 4; `{PROG} NAME --help` lists its options, "
+              f"`{PROG} list --markdown` the table README.md carries.")
+    return lines + [""] + textwrap.wrap(legend, width) + [w for n in notes for w in textwrap.wrap(n, width)]
 
 
 def catalogue_markdown() -> list[str]:
@@ -67,7 +105,6 @@ def main(argv: list[str]) -> int:
         print("\n".join(catalogue_markdown()))
     elif not args.validate_only:
         print("\n".join(table()))
-        print(f"\n`{PROG} NAME --help` lists an experiment's options; `{PROG} NAME --plan` its runs.")
     return 0
 
 

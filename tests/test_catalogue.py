@@ -46,8 +46,8 @@ def test_every_row_points_at_what_exists():
 def test_the_toy_is_listed_helped_and_planned():
     listing = script("list")
     assert listing.returncode == 0, listing.stderr
-    [line] = [ln for ln in listing.stdout.splitlines() if "run_mptcp.sh toy" in ln]
-    assert "counts to N" in line and "| 3 |" in line
+    [line] = [ln for ln in listing.stdout.splitlines() if ln.startswith("toy ")]
+    assert "counts to N" in line and line.split()[1:3] == ["no", "3"]
     helped = script("--help")
     assert helped.returncode == 0 and "run_mptcp.sh toy [options]" in helped.stdout
     planned = script("toy", "--count", "2", "--plan")
@@ -92,7 +92,20 @@ def test_list_and_plan_need_no_root_and_no_packages(name):
 def test_list_on_a_fresh_machine():
     done = fresh_machine("./run_mptcp.sh list", user="65534")
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
-    assert len([ln for ln in done.stdout.splitlines() if ln.startswith("| `run_mptcp.sh")]) == len(catalogue.ROWS)
+    named = [ln.split()[0] for ln in done.stdout.splitlines() if ln and not ln[0].isspace()]
+    assert set(catalogue.ROWS) <= set(named), done.stdout
+
+
+@pytest.mark.parametrize("columns", [60, 80, 200])
+def test_list_fits_the_terminal_and_under_100_columns_with_root_and_a_time_each(columns):
+    from harness import listing
+    lines = listing.table(columns)
+    assert max(map(len, lines)) <= min(columns, listing.MAX_WIDTH)
+    rows = {ln.split()[0]: ln.split()[1:4] for ln in lines[1:] if ln and not ln[0].isspace()}
+    for name, row in catalogue.ROWS.items():
+        root, runs, time = rows[name]
+        assert root == ("yes" if row.machine else "no"), (name, root)
+        assert time[0] == "~" or time.endswith("*"), (name, time)     # every row of ours has one
 
 
 def test_the_readme_table_is_the_catalogue():
