@@ -14,7 +14,8 @@ import logging
 import time
 from pathlib import Path
 
-from dctopo import DCTopo
+from dctopo import DCTopo, intf_name
+from base import noderegistry
 from base.lifecycle import Started
 from base.links import LinkParams
 from emulator.fabrics.common import Fabric
@@ -75,6 +76,7 @@ class Network(Started):
         self.driver = DRIVERS[driver](self.fabric, self.procs)
         self.transfers = TransferDriver(self.fabric, self.procs)     # starts nothing until run
         self.coupled_cc = CoupledCC(cc if register_cc else "")
+        self.registry: Path | None = None       # where `run_mptcp.sh exec` finds the nodes
         if share is not None:
             self.fabric.spread(*share)
 
@@ -87,9 +89,21 @@ class Network(Started):
                 self.sysctl(host, {**transport.host_sysctls(self.cc), **self.host_settings})
                 self.pm.attach(host, self.fabric.pid(host))
             self.pm.start()
+            self.registry = noderegistry.publish(self.described())
         except BaseException:
             self.close()
             raise
+
+    def described(self) -> dict:
+        """The nodes built here, for base/noderegistry.py: where each runs,
+        the hosts' addresses, the links by their interfaces."""
+        hosts = self.local_hosts()
+        nodes = {name: node.pid for name, node in self.fabric.nodes.items()}
+        links = [[a, intf_name(a, info["port1"]), b, intf_name(b, info["port2"])]
+                 for a, b, info in self.topo.links(withInfo=True) if a in nodes or b in nodes]
+        return {"fabric": self.fabric.name, "nodes": nodes, "hosts": hosts,
+                "switches": [n for n in nodes if n not in set(hosts)],
+                "addresses": {h: self.topo.host_addresses(h) for h in hosts}, "links": links}
 
     def close(self) -> None:
         """Remove what was created. Ctrl-C, SIGTERM or SIGHUP meanwhile waits
@@ -98,6 +112,8 @@ class Network(Started):
         signal would let the sweep go on (seen: a Ctrl-C between two runs
         was lost)."""
         with deferred():
+            noderegistry.withdraw(self.registry)
+            self.registry = None
             # Reset while the processes still hold their connections, before
             # SIGTERM closes them (transport.reset_connections says why). With
             # none running (a run's driver stops its own) there is nothing
