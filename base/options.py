@@ -41,7 +41,7 @@ class Option:
     what: str = ""                          # what one of the choices is, for the message: "scheme"
     default_text: str | None = None         # the default, where the config computes it
     parse: Callable[[str], Any] | None = None   # text -> value, where the type does not say
-    old: tuple[str, ...] = ()               # old spellings still taken, with a note
+    old: tuple[str, ...] = ()               # old spellings, refused in a line naming `flag`
 
     def range_text(self) -> str:
         unit = f" {self.unit}" if self.unit else ""

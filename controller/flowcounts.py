@@ -12,7 +12,7 @@ as a packet-in and be routed afresh. Without forgetting, a closed loop
 walks them all: 575 rounds at 0.1 s had grown a round's decision to 16 ms.
 Forgetting holds it to about the flows of the last idle timeout (30 s): at
 most 814 in a first-fit run at 0.1 s (`run_mptcp.sh scheduling --schemes
-firstfit --intervals 0.1 --time 60 --bw 1`, 581 rounds, longest decision
+firstfit --schedule-interval 0.1 --time 60 --bw 1`, 581 rounds, longest decision
 8.6 ms).
 """
 from __future__ import annotations

@@ -27,13 +27,12 @@ def _default(f: dataclasses.Field):
     return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
 
 
-class _Noted(argparse.Action):
-    """Stores the text; an old spelling leaves a note saying the new one."""
+class _Declared(argparse.Action):
+    """Stores the text; an old spelling is refused in one line naming the new one."""
     def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, True if self.nargs == 0 else values)
         if option_string != self.option_strings[0]:
-            namespace.notes.append(f"{option_string} is now {self.option_strings[0]} "
-                                   "(the old spelling still works)")
+            parser.error(f"{option_string} is now {self.option_strings[0]}")
+        setattr(namespace, self.dest, True if self.nargs == 0 else values)
 
 
 def _add(p: argparse.ArgumentParser, f: dataclasses.Field, opt: Option, dest: str, default) -> None:
@@ -42,7 +41,7 @@ def _add(p: argparse.ArgumentParser, f: dataclasses.Field, opt: Option, dest: st
     help_text = f"{opt.help} ({limits}default: {shown})".replace("%", "%%")
     kind = kind_of(f)
     metavar = None if kind == "bool" else opt.metavar or ("LIST" if kind.startswith("tuple[") else None)
-    p.add_argument(opt.flag, *opt.old, dest=dest, default=None, action=_Noted,
+    p.add_argument(opt.flag, *opt.old, dest=dest, default=None, action=_Declared,
                    nargs=0 if kind == "bool" else None, metavar=metavar, help=help_text)
 
 

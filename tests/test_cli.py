@@ -62,10 +62,10 @@ BAD = [
     (["dhft", "--loads", "40"], "connections per host"),
     (["dhft", "--sweeps", "nosuch"], "unknown sweep"),
     (["dhft", "--fabric", "nosuch"], "unknown fabric"),
-    (["algorithms", "--schemes", "lia,nosuch"], "unknown scheme"),
+    (["algorithms", "--cc", "lia,nosuch"], "unknown congestion control"),
     (["algorithms", "--subflows", "9"], "2..8"),
     (["algorithms", "--k", "5"], "FatTree(4)"),
-    (["hotspot", "--hot-factor", "0"], "share of its rate"),
+    (["hotspot", "--factor", "0"], "share of its rate"),
     (["hotspot", "--time", "9"], "at least 15 s"),
     (["linkfailure", "--k", "6"], "DHFT needs k divisible by 4"),
     (["linkfailure", "--schemes", "tcp_dhft,tcp_perfect"], "unknown scheme"),
@@ -160,8 +160,8 @@ def test_coupled_cc_needs_the_kfunc_and_the_default_falls_back(monkeypatch, kfun
     else:
         with pytest.raises(ConfigError, match="--cc lia: this kernel lacks the bpf_rdonly_cast"):
             config_from_args(["4", "--cc", "lia"])
-        with pytest.raises(ConfigError, match="--schemes lia"):
-            cli.COMMANDS["algorithms"].config_from(["--schemes", "tcp,lia"])
+        with pytest.raises(ConfigError, match="--cc lia"):
+            cli.COMMANDS["algorithms"].config_from(["--cc", "tcp,lia"])
         cfg, args = cli.COMMANDS["algorithms"].config_from([])
         assert cfg.schemes == ("tcp", "uncoupled") and "bpf_rdonly_cast" in args.notes[0]
     assert config_from_args(["4", "--cc", "reno"])[0].cc_note == ""

@@ -38,7 +38,7 @@ def value_options(p: argparse.ArgumentParser) -> list[str]:
 
 # Options whose value is a rate or a share of one: zero is bad too (a zero
 # link rate once reached a division before it was checked).
-RATE_OPTIONS = ("--bw", "--hot-factor", "--factor")
+RATE_OPTIONS = ("--bw", "--factor")
 
 
 def cases() -> list[tuple[str, list[str]]]:
@@ -102,12 +102,12 @@ def test_every_bad_value_of_every_option_is_refused_in_one_line(tmp_path):
     (["filesize", "--sizes", "0,10"], "1..100000 packets"),
     (["filesize", "--schemes", "udp"], "unknown scheme"),
     (["shortflows", "--long-share", "1"], "fraction of the hosts"),
-    (["shortflows", "--interval", "0.05"], "client port each"),
+    (["shortflows", "--file-interval", "0.05"], "client port each"),
     (["transfers", "--receivers", "9"], "1..8"),
-    (["manytoone", "--n", "4", "--k", "2"], "576 flows"),
-    (["manytoone", "--schemes", "lia,cubic"], "unknown scheme"),
+    (["manytoone", "--n", "4", "--levels", "2"], "576 flows"),
+    (["manytoone", "--cc", "lia,cubic"], "unknown congestion control"),
     (["scheduling", "--fabric", "l3"], "runs on openflow-reactive"),
-    (["scheduling", "--intervals", "0.01,1"], "every 0.05..60 s"),
+    (["scheduling", "--schedule-interval", "0.01,1"], "every 0.05..60 s"),
     (["scheduling", "--schemes", ""], "at least one"),
     (["scheduling", "--dilation", "20"], "5: first fit runs every 0.05..60 s (times --dilation 20)"),
 ])

@@ -41,7 +41,7 @@ def test_tcp_stays_on_the_direct_paths_and_mptcp_detours(tmp_path, no_leftovers)
     subflow starts on the other level, a detour through two relays."""
     results = tmp_path / "results"
     done = subprocess.run(
-        [str(ROOT / "run_mptcp.sh"), "manytoone", "--n", "2", "--schemes", "tcp,lia", "--bw", "10",
+        [str(ROOT / "run_mptcp.sh"), "manytoone", "--n", "2", "--cc", "tcp,lia", "--bw", "10",
          "--time", "3", "--warmup", "1", "--results", str(results)],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

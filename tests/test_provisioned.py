@@ -122,14 +122,13 @@ def test_bad_settings_are_refused(kwargs, message):
         ProvisionedConfig(**kwargs).validate()
 
 
-def test_warmup_was_settle_and_the_old_spelling_still_works():
-    """--warmup, as elsewhere; --settle, its old name, still taken with a note."""
+def test_warmup_was_settle_and_the_old_spelling_is_refused():
+    """--warmup, as elsewhere; --settle, its old name, refused naming it."""
     from harness import cli
     cfg, args = cli.COMMANDS["provisioned"].config_from(["--warmup", "12", "--cc", "reno"])
     assert cfg.settle_s == 12 and args.notes == []
-    cfg, args = cli.COMMANDS["provisioned"].config_from(["--settle", "12", "--cc", "reno"])
-    assert cfg.settle_s == 12
-    assert args.notes == ["--settle is now --warmup (the old spelling still works)"]
+    with pytest.raises(ConfigError, match="^--settle is now --warmup$"):
+        cli.COMMANDS["provisioned"].config_from(["--settle", "12", "--cc", "reno"])
 
 
 @pytest.mark.skipif(netem_available(), reason="this kernel has sch_netem: openflow can delay")
@@ -244,7 +243,7 @@ def test_small_run_writes_records_and_the_figure(tmp_path, no_leftovers):
     results = tmp_path / "results"
     done = subprocess.run(
         [str(ROOT / "run_mptcp.sh"), "provisioned", "--schemes", "mptcp", "--time", "6",
-         "--settle", "2", "--delay", "5", "--cc", "reno", "--results", str(results)],
+         "--warmup", "2", "--delay", "5", "--cc", "reno", "--results", str(results)],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     record = json.loads((results / "provisioned-l3/mptcp/run.json").read_text())

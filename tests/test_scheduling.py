@@ -60,7 +60,7 @@ def test_points_share_a_network_for_tcp_and_mptcp_and_one_per_interval():
     on_l3 = SchedulingConfig(schemes=("tcp", "mptcp"), fabric="l3")
     on_l3.validate()
     assert [p.label for p in on_l3.points()] == ["tcp-l3", "mptcp-l3"]
-    for bad, words in ((SchedulingConfig(schemes=("firstfit",), intervals_s=()), "--intervals"),
+    for bad, words in ((SchedulingConfig(schemes=("firstfit",), intervals_s=()), "--schedule-interval"),
                        (SchedulingConfig(fabric="l3"), "first fit runs on openflow-reactive")):
         try:
             bad.validate()
@@ -85,7 +85,7 @@ def test_dilation_stretches_the_flows_and_the_intervals_alike(tmp_path):
     assert last.run_dir(tmp_path, 4) == tmp_path / "scheduling4" / "firstfit-0.1s"
     for bad, words in ((SchedulingConfig(dilation=0.5), "--dilation 0.5: must be within 1..100"),
                        (SchedulingConfig(dilation=float("nan")), "--dilation nan"),
-                       (SchedulingConfig(dilation=20), "--intervals 5: first fit runs every")):
+                       (SchedulingConfig(dilation=20), "--schedule-interval 5: first fit runs every")):
         with pytest.raises(ConfigError, match=re.escape(words)):
             bad.validate()
     # no first fit, no interval to stretch; but the flows' sizes are checked
@@ -140,7 +140,7 @@ def test_small_run_draws_the_figure(tmp_path, no_leftovers):
     first fit ran its rounds, and the figure and report section are drawn."""
     results = tmp_path / "results"
     done = subprocess.run(
-        [str(ROOT / "run_mptcp.sh"), "scheduling", "--schemes", "firstfit", "--intervals", "0.5",
+        [str(ROOT / "run_mptcp.sh"), "scheduling", "--schemes", "firstfit", "--schedule-interval", "0.5",
          "--time", "10", "--warmup", "2", "--bw", "2", "--results", str(results)],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -27,7 +27,7 @@ def test_files_load_a_link_by_the_papers_share_and_schemes_group_by_congestion_c
 def test_small_run_times_short_files_beside_long_flows(tmp_path, no_leftovers):
     results = tmp_path / "results"
     done = subprocess.run(
-        [str(ROOT / "run_mptcp.sh"), "shortflows", "--schemes", "tcp,uncoupled", "--ratio", "1",
+        [str(ROOT / "run_mptcp.sh"), "shortflows", "--cc", "tcp,uncoupled", "--ratio", "1",
          "--time", "6", "--warmup", "2", "--results", str(results)],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

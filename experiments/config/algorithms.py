@@ -33,14 +33,22 @@ def kernel_schemes(given: tuple[str, ...] | None,
         return (choices if given is None else given), ""
     why = default_cc()[1].split(": ", 1)[1]
     if given is not None:
-        raise ConfigError(f"--schemes {','.join(coupled)}: " + why)
+        raise ConfigError(f"--cc {','.join(coupled)}: " + why)
     kept = tuple(s for s in choices if s not in coupled)
-    return kept, f"default schemes {','.join(kept)}: " + why
+    return kept, f"default --cc {','.join(kept)}: " + why
+
+
+def cc_schemes(choices, **declared):
+    """`--cc A,B,...` of an experiment comparing congestion controls (names
+    of CC_SCHEMES); --schemes was its name."""
+    of = declared.pop("of", "")
+    return names(choices, flag="--cc", old=("--schemes",), what="congestion control",
+                 of=f"{of}congestion controls compared, ", **declared)
 
 
 class KernelSchemes:
-    """A config whose --schemes (of CC_SCHEMES) default to those of its
-    DEFAULT_SCHEMES this kernel can run (kernel_schemes)."""
+    """A config whose --cc (of CC_SCHEMES, its `schemes`) default to those of
+    its DEFAULT_SCHEMES this kernel can run (kernel_schemes)."""
     DEFAULT_SCHEMES = ()
 
     @classmethod
@@ -77,8 +85,7 @@ class CcCompareConfig(WarmupFromRate, KernelSchemes):
     DEFAULT_SCHEMES = tuple(CC_SCHEMES)                 # those this kernel can run
     experiment: str = "algorithms"
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
-    schemes: tuple[str, ...] = names(CC_SCHEMES, flag="--schemes", what="scheme",
-                                     default_text="all that this kernel can run")
+    schemes: tuple[str, ...] = cc_schemes(CC_SCHEMES, default_text="all that this kernel can run")
     subflows: int = mptcp_subflows(8, "subflows of the MPTCP schemes")
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=LinkParams)
     time_s: float = again(LongFlowSettings, "time_s", 40.0)
@@ -86,7 +93,7 @@ class CcCompareConfig(WarmupFromRate, KernelSchemes):
                                    default_text=warmup_text(SWEEP_WARMUP_S_AT_10MBPS))
     seed: int = again(LongFlowSettings, "seed", 0)
     fabric: str = again(LongFlowSettings, "fabric", "l3")
-    hot_factor: float = option(0.1, flag="--hot-factor", metavar="SHARE",
+    hot_factor: float = option(0.1, flag="--factor", old=("--hot-factor",), metavar="SHARE",
                                help="the hot link's share of its rate while slowed")
     results: Path = Path("results")
 
@@ -110,9 +117,9 @@ class CcCompareConfig(WarmupFromRate, KernelSchemes):
         check_declared(self)
         for s in self.schemes:
             if CC_SCHEMES[s][0] in COUPLED_CONGESTION_CONTROLS:
-                check_cc(CC_SCHEMES[s][0], flag="--schemes")
+                check_cc(CC_SCHEMES[s][0], flag="--cc")
         if self.experiment == "hotspot":
-            check_slowed_link("--hot-factor", self.hot_factor, self.time_s, "hot")
+            check_slowed_link("--factor", self.hot_factor, self.time_s, "hot")
 
     def points(self) -> list[str]:
         """One run per scheme, each on its own network."""

@@ -17,7 +17,8 @@ from dctopo.workloads import flow_count
 from experiments.config.common import (LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS, MAX_SUBFLOWS,
                                        RUN_MAX_S, RUN_S_AT_10MBPS, WORKLOADS, LongFlowSettings,
                                        SeedsSettings, check_seed_list, check_subflow_counts,
-                                       default_fabric, default_run_s, level_cap_s)
+                                       default_fabric, default_run_s, level_cap_s, ACK_MODES,
+                                       HOST_NICS, SWEEP_FABRICS)
 
 # The controller's first fit: the paper's Fig. 13 runs it every 5 s down to
 # 100 ms. Half that is the shortest allowed: nothing shorter was tried here,
@@ -53,6 +54,8 @@ class RunConfig:
     seeds: tuple[int, ...] = ()  # the sweep's --seeds, when it has several: a folder per seed
     notsent_lowat: int | None = None   # bytes: the hosts' net.ipv4.tcp_notsent_lowat (None: the kernel's)
     wmem_max: int | None = None        # bytes: the hosts' net.ipv4.tcp_wmem maximum (None: the kernel's)
+    host_nic: str = "htb"              # --fabric model: who shapes a host's egress
+    acks: str | None = None            # --fabric model: how pure ACKs cross the switches (None: data or lane)
 
     @property
     def topology(self) -> str:
@@ -93,7 +96,16 @@ class RunConfig:
             **({"seeds": list(self.seeds)} if self.seeds else {}),
             **({"notsent_lowat": self.notsent_lowat} if self.notsent_lowat is not None else {}),
             **({"wmem_max": self.wmem_max} if self.wmem_max is not None else {}),
+            **(self.fabric_options() if self.fabric == "model" else {}),
         }
+
+    def fabric_options(self) -> dict:
+        """Keyword arguments of the fabric's class that this run sets."""
+        if self.fabric == "model":
+            return {"host_nic": self.host_nic, "acks": self.acks or ("lane" if self.link.ack_lane else "data")}
+        if self.schedule_interval_s is not None:
+            return {"schedule_interval_s": self.schedule_interval_s}
+        return {}
 
 
 
@@ -145,7 +157,7 @@ class SweepConfig(LongFlowSettings):
                                         help=f"{', '.join(WORKLOADS)} or all (also the word after K)")
     subflows: tuple[int, ...] = option(tuple(range(1, MAX_SUBFLOWS + 1)), flag="--subflows", metavar="LIST",
                                        parse=parse_subflows, default_text="1-8",
-                                       help="comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP")
+                                       help="subflow counts, comma list or ranges, e.g. 1,4,8 or 1-8; 1 is plain TCP")
     link: LinkParams = links("bw_mbps", "queue_pkts", "offload", "queue_bytes", "ack_lane",
                              factory=LinkParams)
     time_s: float | None = again(LongFlowSettings, "time_s", None, default_text=(
@@ -153,7 +165,19 @@ class SweepConfig(LongFlowSettings):
     warmup_s: float | None = again(LongFlowSettings, "warmup_s", None, default_text=(
         f"until the aggregate goodput levels, within {LEVEL_CAP_S_AT_10MBPS:g} s at 10 Mb/s times "
         f"10/bw, {LEVEL_CAP_MIN_S:g}..{LEVEL_CAP_MAX_S:g} s"))
-    fabric: str = again(LongFlowSettings, "fabric", "l3", default_text="l3; the run says why")
+    fabric: str = again(LongFlowSettings, "fabric", "l3", default_text="l3; the run says why",
+                        choices=SWEEP_FABRICS, help=", ".join(SWEEP_FABRICS) + " (model: the switches "
+                        "modelled by one process, the hosts real; docs/fabrics.md)")
+    host_nic: str = option("htb", flag="--host-nic", choices=HOST_NICS, what="host NIC",
+                           help="with --fabric model, who shapes a host's egress: htb (the kernel, "
+                                "as on l3: TCP Small Queues keep a sender's backlog in its socket) or "
+                                "model (the engine: a FIFO of the TAP's 1000 frames)")
+    acks: str | None = option(None, flag="--acks", choices=ACK_MODES, what="ACK treatment",
+                              default_text="data; lane with --ack-lane",
+                              help="with --fabric model, how pure ACKs cross the switches: data (in "
+                                   "the data queues), lane (a queue of their own, as --ack-lane) or "
+                                   "sim (through no queue, after the links' delay only: the paper's "
+                                   "simulator)")
     seeds: tuple[int, ...] = again(SeedsSettings, "seeds", (), help=(
         "run the sweep once per seed, e.g. 0,1,2 (each its matrix and hash, a network each); "
         "the figure's bar is their mean, each seed marked"))
@@ -247,6 +271,11 @@ class SweepConfig(LongFlowSettings):
             raise ConfigError(f"--schedule-interval with --fabric {self.fabric}: first fit "
                               "re-points the controller's per-flow entries, which only "
                               "--fabric openflow-reactive installs")
+        if self.fabric != "model" and (self.host_nic != "htb" or self.acks is not None):
+            raise ConfigError(f"--host-nic and --acks with --fabric {self.fabric}: they choose how "
+                              "--fabric model models the hosts' queues and the ACKs")
+        if self.acks is not None and self.link.ack_lane and self.acks != "lane":
+            raise ConfigError(f"--ack-lane with --acks {self.acks}: give one of them")
         if self.servers:
             self.placement()
             if self.fabric != "l3" or self.driver != "socket":
@@ -263,6 +292,8 @@ class SweepConfig(LongFlowSettings):
             if (n := flow_count(w, hosts)) > MAX_FLOWS_PER_RUN:
                 raise ConfigError(f"{w} on FatTree({self.k}) has {n} flows; a run is capped at "
                                   f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
+
+    fabric_options = RunConfig.fabric_options      # the same fields by the same names
 
     def placement(self):
         return place_by_pod(FatTreeShape(self.k), self.servers)
@@ -283,7 +314,8 @@ class SweepConfig(LongFlowSettings):
                           monitor_interval_s=self.monitor_interval_s,
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
                           schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
-                          notsent_lowat=self.notsent_lowat, wmem_max=self.wmem_max)
+                          notsent_lowat=self.notsent_lowat, wmem_max=self.wmem_max,
+                          host_nic=self.host_nic, acks=self.acks)
                 for s in self.seed_list for w in self.workloads for n in self.subflows]
 
     def points(self) -> list[RunConfig]:

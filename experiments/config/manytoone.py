@@ -8,8 +8,8 @@ from pathlib import Path
 from base import records
 from base.errors import ConfigError
 from base.links import LinkParams
-from experiments.config.algorithms import KernelSchemes, SchemePoint, by_cc
-from base.options import again, links, names, option
+from experiments.config.algorithms import KernelSchemes, SchemePoint, by_cc, cc_schemes
+from base.options import again, links, option
 from experiments.config.common import LongFlowSettings, mptcp_subflows
 
 # The paper's table: single-path TCP, EWTCP and MPTCP (LIA), the default;
@@ -33,8 +33,8 @@ class ManyToOneConfig(LongFlowSettings, KernelSchemes):
     neighbours, TCP against EWTCP and LIA."""
     HIDDEN_OPTIONS = ("cc",)            # each scheme names its own
     DEFAULT_SCHEMES = MANYTOONE_DEFAULT
-    schemes: tuple[str, ...] = names(
-        MANYTOONE_SCHEMES, flag="--schemes", what="scheme", default=MANYTOONE_DEFAULT,
+    schemes: tuple[str, ...] = cc_schemes(
+        MANYTOONE_SCHEMES, default=MANYTOONE_DEFAULT,
         default_text=f"{','.join(MANYTOONE_DEFAULT)}, the paper's, where this kernel can run them")
     n: int = option(4, flag="--n", metavar="N", low=2, high=8, help="BCube(n, k): switch ports")
     # levels - 1 (the paper's BCube(4,3) has 256 hosts); --k was its name.

@@ -82,7 +82,8 @@ class SchedulingConfig(LongFlowSettings):
     HIDDEN_OPTIONS = ("driver", "force")
     k: int = option(4, flag="--k", metavar="K", help="FatTree arity, 4, 6 or 8")
     schemes: tuple[str, ...] = names(SCHEDULING_SCHEMES, flag="--schemes", what="scheme")
-    intervals_s: tuple[float, ...] = option(PAPER_INTERVALS_S, flag="--intervals", metavar="S,...",
+    intervals_s: tuple[float, ...] = option(PAPER_INTERVALS_S, flag="--schedule-interval",
+                                            old=("--intervals",), metavar="S,...",
                                             help="first fit's intervals in seconds (the paper's)")
     subflows: int = mptcp_subflows(8, "MPTCP's subflows")     # Fig. 13's
     min_flow_bytes: int = MIN_FLOW_BYTES
@@ -110,11 +111,11 @@ class SchedulingConfig(LongFlowSettings):
         self.check_settings()
         if "firstfit" in self.schemes:
             if not self.intervals_s:
-                raise ConfigError("--intervals: give at least one first fit interval")
+                raise ConfigError("--schedule-interval: give at least one first fit interval")
             for t in self.intervals_s:
                 if not MIN_SCHEDULE_S <= self.schedule_interval_s(t) <= MAX_SCHEDULE_S:
                     times = "" if self.dilation == 1 else f" (times --dilation {self.dilation:g})"
-                    raise ConfigError(f"--intervals {t:g}: first fit runs every "
+                    raise ConfigError(f"--schedule-interval {t:g}: first fit runs every "
                                       f"{MIN_SCHEDULE_S:g}..{MAX_SCHEDULE_S:g} s{times}")
         if "firstfit" in self.schemes and self.fabric != SCHEDULING_FABRIC:
             raise ConfigError(f"--fabric {self.fabric}: first fit runs on {SCHEDULING_FABRIC} "

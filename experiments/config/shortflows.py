@@ -10,9 +10,9 @@ from base import records
 from base.errors import ConfigError
 from base.flowsizes import MAX_FILE_BYTES, EmpiricalSizes, FileSizes, FixedSize
 from base.links import LinkParams
-from experiments.config.algorithms import KernelSchemes, SchemePoint, by_cc
+from experiments.config.algorithms import KernelSchemes, SchemePoint, by_cc, cc_schemes
 from experiments.config.common import LongFlowSettings, mptcp_subflows
-from base.options import again, links, names, option
+from base.options import again, links, option
 from experiments.config.oversub import OversubscribedSettings
 
 # The paper's Fig. 12 compares single-path TCP, uncoupled subflows, EWTCP
@@ -35,8 +35,8 @@ class ShortflowsConfig(OversubscribedSettings, KernelSchemes):
     scheme on the 4:1 oversubscribed FatTree."""
     HIDDEN_OPTIONS = ("cc",)            # the long flows' cc is each scheme's
     DEFAULT_SCHEMES = SHORTFLOWS_SCHEMES
-    schemes: tuple[str, ...] = names(SHORTFLOWS_SCHEMES, flag="--schemes", what="scheme",
-                                     of="the long flows': ", default_text="all that this kernel can run")
+    schemes: tuple[str, ...] = cc_schemes(SHORTFLOWS_SCHEMES, of="the long flows': ",
+                                          default_text="all that this kernel can run")
     subflows: int = mptcp_subflows(4, "subflows of a multipath long flow")   # oversub's
     long_share: float = option(1 / 3, flag="--long-share", metavar="SHARE", default_text="a third",
                                help="share of the hosts that send a long flow")
@@ -53,7 +53,8 @@ class ShortflowsConfig(OversubscribedSettings, KernelSchemes):
     # Mean gap between one host's short files. None: the paper's 200 ms at
     # 100 Mb/s scaled to the link rate and to the files' mean size, so short
     # files load a host's link by the same share (2.8 %).
-    interval_s: float | None = option(None, flag="--interval", metavar="S", low=0.01, high=600.0, unit="s",
+    interval_s: float | None = option(None, flag="--file-interval", old=("--interval",), metavar="S",
+                                      low=0.01, high=600.0, unit="s",
                                       help="mean seconds between one host's files",
                                       default_text=f"the paper's 0.2 at 100 Mb/s, times 100/bw, times "
                                                    f"the files' mean size over {FILE_BYTES // 1000} KB")
@@ -82,7 +83,7 @@ class ShortflowsConfig(OversubscribedSettings, KernelSchemes):
         if self.file_cdf is not None and self.file_bytes is not None:
             raise ConfigError("--file-bytes and --file-cdf: give one of them")
         if self.time_s / self.interval > MAX_FILES_PER_HOST / 2:
-            raise ConfigError(f"--interval {self.interval:g}: {self.time_s:g} s would give each host "
+            raise ConfigError(f"--file-interval {self.interval:g}: {self.time_s:g} s would give each host "
                               f"about {self.time_s / self.interval:.0f} files; at most "
                               f"{MAX_FILES_PER_HOST // 2} (a client port each)")
 
