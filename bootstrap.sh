@@ -19,7 +19,7 @@ if ! flock -n 9; then
 fi
 
 apt_packages=(mininet openvswitch-switch iperf3 mptcpd ethtool iproute2 procps iptables
-              iputils-ping python3 python3-venv openssh-client
+              iputils-ping tcpdump python3 python3-venv openssh-client
               clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev make gcc libc6-dev)
 requirements=("$here/requirements.txt")
 # The tests' servers run sshd in namespaces (tests/sshd.py).
@@ -59,6 +59,13 @@ for r in "${requirements[@]}"; do
     echo "$stamp" >"$stamp_file"
   fi
 done
+
+# The modelled fabric's engine (engine/, C11 and libc): make rebuilds it only
+# when a source changed.
+if ! out=$(timeout 300 make -s -C "$here/engine" 2>&1 9>&-); then
+  echo "$out" | tail -20 >&2
+  echo "bootstrap: building engine/ (the modelled fabric) failed" >&2; exit 1
+fi
 
 # kernel/bpf only where the kernel can load it: the coupled algorithms need the
 # bpf_rdonly_cast kfunc (Linux 6.2+), and without it --cc lia is refused before

@@ -48,8 +48,6 @@ class Sweep:
         self.cfg = cfg
         self.say = say
         self.capacity = capacity
-        first_fit = ({"schedule_interval_s": cfg.schedule_interval_s}
-                     if cfg.schedule_interval_s is not None else {})
         if cfg.servers:     # spread over them by a worker each (emulator/spread.py)
             from emulator.spread import SpreadNetwork, remote_of
             from experiments.capacity.servers import admit_servers
@@ -63,7 +61,8 @@ class Sweep:
         else:
             self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
                                log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
-                               fabric_options=first_fit, host_settings=host_sysctls(cfg))
+                               fabric_options=cfg.fabric_options(),
+                               host_settings=host_sysctls(cfg))
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
         self.pm, self.driver = self.net.pm, self.net.driver
         self.baseline_mbps: float | None = None
@@ -183,6 +182,7 @@ class Sweep:
         log_before = self.net.coupled_cc.repair_log()
         monitors = self.net.monitors(rc.monitor_interval_s)
         monitors.watch(flows, subflows=rc.subflows)
+        fabric_before = self.fabric.run_counters()
         clock.mark("bookkeeping")
 
         def traffic_started():
@@ -199,6 +199,7 @@ class Sweep:
         finally:
             monitors.stop()
             event = self.during_runs.stop() if self.during_runs else None
+        fabric_run, fabric_flags = self.fabric.run_summary(fabric_before)
         deltas = transport.counter_delta(before, self.net.kernel_counters())
         repairs_after = self.net.coupled_cc.window_repairs()
         if repairs_before is not None and repairs_after is not None:
@@ -222,6 +223,9 @@ class Sweep:
         if clients_started_late(startup, warmup, self.driver.clients_send_at_start):
             record["flags"].append("clients_started_late")
         record["monitors"] = monitors.summary(from_s=warmup)
+        if fabric_run:
+            record["fabric_engine"] = fabric_run
+            record["flags"] += fabric_flags
         if rc.schedule_interval_s is not None:
             record["first_fit"] = first_fit_record(self.fabric, rc.schedule_interval_s,
                                                    traffic_from, time.time())

@@ -48,11 +48,9 @@ class Monitors:
     def for_fabric(cls, fabric, pm=None, interval_s: float = 1.0, cpu: bool = True) -> "Monitors":
         """All monitors over a started Fabric: ports of every switch, RTT in
         every host, subflows from the path manager `pm` (if given)."""
-        switches = fabric.topo.switches()
         return cls(interval_s,
                    cpu=CpuMonitor(interval_s) if cpu else None,
-                   ports=PortMonitor({s: fabric.pid(s) for s in switches}, interval_s,
-                                     bw_mbps=fabric.link.bw_mbps),
+                   ports=fabric.port_monitor(interval_s),
                    rtt=RttMonitor({h: fabric.pid(h) for h in fabric.hosts()}, interval_s),
                    subflows=SubflowMonitor(pm, interval_s) if pm is not None else None)
 

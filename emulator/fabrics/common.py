@@ -119,6 +119,20 @@ class Fabric:
         """Called before every run: repair what a run can be repaired from
         (the openflow fabric restarts a dead or hung controller)."""
 
+    def port_monitor(self, interval_s: float):
+        """The sampler of every switch port's counters (monitor/ports.py)."""
+        from monitor.ports import PortMonitor
+        return PortMonitor({s: self.pid(s) for s in self.topo.switches()}, interval_s,
+                           bw_mbps=self.link.bw_mbps)
+
+    def run_counters(self) -> dict | None:
+        """Before a run: what run_summary() subtracts (None: the fabric keeps none)."""
+        return None
+
+    def run_summary(self, before: dict | None) -> tuple[dict, list[str]]:
+        """After a run: what the fabric itself did, for run.json, and flags."""
+        return {}, []
+
     def link_of(self, intf: Interface) -> LinkParams:
         """The shaping of the link `intf` belongs to."""
         return intf.link or self.link

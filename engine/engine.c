@@ -1,0 +1,430 @@
+/* fabric-engine: the modelled fabric's process. It holds a TAP per host
+ * interface (created in the host's network namespace), reads every frame the
+ * hosts send, runs it through the model (model.c) and writes it to its
+ * destination's TAP when the model says it arrives.
+ *
+ *   fabric-engine [--spin-us N] SPEC CONTROL_SOCKET STATS_FILE
+ *
+ * One thread and one loop: the model's events due by now, then epoll until
+ * the next event is due (epoll_pwait2, 1 ns timer slack; with --spin-us it
+ * polls instead of sleeping when the next event is that close). "ready" on
+ * stdout once every TAP exists and the control socket listens. The control
+ * socket (mode 0600) takes one command a line and answers one line:
+ *   counters                 JSON: every port's counters, lateness, taps, CPU
+ *   rate NODE PORT BPS       a port's rate from its next packet on
+ *   reset                    lateness and tap counters from zero (a run starts)
+ * SIGTERM, SIGINT or SIGHUP: the counters to STATS_FILE, then exit (the TAPs
+ * go with their file descriptors). */
+#define _GNU_SOURCE
+#include "model.h"
+#include "spec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FRAME_MAX 1536
+#define LATE_BUCKETS 100000            /* 1 us each: 0..100 ms, then one overflow */
+#define MAX_CLIENTS 8
+#define TAG_TAP 0u
+#define TAG_LISTEN 1u
+#define TAG_SIGNAL 2u
+#define TAG_CLIENT 3u
+
+struct client { int fd; size_t len; char buf[256]; };
+
+struct engine {
+    struct model m;
+    struct spec s;
+    int *tap_fd;                        /* per port: its TAP, or -1 */
+    uint8_t *frames;                    /* per packet of the pool: its frame */
+    uint64_t late_n, late_sum, late_max, late_over, *late_bucket;
+    uint64_t tap_read, tap_written, write_errors, not_ipv4, oversize;
+    ns_t spin_ns;
+    struct client clients[MAX_CLIENTS];
+    int epfd;
+};
+
+static ns_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (ns_t)ts.tv_sec * 1000000000u + (ns_t)ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "fabric-engine: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+/* A TAP named `ifname` in the namespace of process `pid`, non-blocking. */
+static int open_tap(int pid, const char *ifname, int home_ns)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+    int ns = open(path, O_RDONLY | O_CLOEXEC);
+    if (ns < 0 || setns(ns, CLONE_NEWNET))
+        die(path);
+    close(ns);
+    int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        die("/dev/net/tun");
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+    snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+    if (ioctl(fd, TUNSETIFF, &ifr))
+        die(ifname);
+    if (setns(home_ns, CLONE_NEWNET))
+        die("back to the engine's namespace");
+    return fd;
+}
+
+static void epoll_add(int epfd, int fd, uint32_t tag, uint32_t index)
+{
+    struct epoll_event ev = { .events = EPOLLIN, .data.u64 = (uint64_t)tag << 32 | index };
+    if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev))
+        die("epoll_ctl");
+}
+
+static void record_lateness(struct engine *e, ns_t late)
+{
+    e->late_n++;
+    e->late_sum += late;
+    if (late > e->late_max)
+        e->late_max = late;
+    uint64_t us = late / 1000;
+    if (us < LATE_BUCKETS)
+        e->late_bucket[us]++;
+    else
+        e->late_over++;
+}
+
+/* The model's delivery: the frame to its host, addressed from the switch's port. */
+static void deliver(void *ctx, struct model *m, int32_t port, uint32_t pkt, ns_t t)
+{
+    struct engine *e = ctx;
+    uint8_t *f = e->frames + (size_t)pkt * FRAME_MAX;
+    memcpy(f, e->s.ports[port].mac, 6);
+    memcpy(f + 6, e->s.ports[m->ports[port].peer].mac, 6);
+    ssize_t n = write(e->tap_fd[port], f, m->pkts[pkt].len);
+    if (n == (ssize_t)m->pkts[pkt].len)
+        e->tap_written++;
+    else
+        e->write_errors++;
+    ns_t now = now_ns();
+    record_lateness(e, now > t ? now - t : 0);
+    model_free(m, pkt);
+}
+
+/* Every frame waiting on one TAP, into the model at `now`. */
+static void drain_tap(struct engine *e, int32_t port, ns_t now)
+{
+    for (;;) {
+        uint32_t pkt = model_alloc(&e->m);
+        uint8_t scratch[FRAME_MAX];
+        uint8_t *buf = pkt == NO_PKT ? scratch : e->frames + (size_t)pkt * FRAME_MAX;
+        ssize_t n = read(e->tap_fd[port], buf, FRAME_MAX);
+        if (n <= 0) {
+            if (pkt != NO_PKT)
+                model_free(&e->m, pkt);
+            return;
+        }
+        e->tap_read++;
+        if (pkt == NO_PKT)
+            continue;                  /* counted by the model as pool_exhausted */
+        if (n >= FRAME_MAX) {
+            e->oversize++;
+            model_free(&e->m, pkt);
+            continue;
+        }
+        uint32_t next = e->m.pkts[pkt].next_free;
+        if (model_parse(&e->m.pkts[pkt], buf, (size_t)n)) {
+            e->not_ipv4++;
+            e->m.pkts[pkt].next_free = next;
+            model_free(&e->m, pkt);
+            continue;
+        }
+        model_inject(&e->m, port, pkt, now);
+    }
+}
+
+static uint64_t percentile_us(const struct engine *e, double q)
+{
+    uint64_t want = (uint64_t)(q * (double)e->late_n), seen = 0;
+    for (uint64_t i = 0; i < LATE_BUCKETS; i++) {
+        seen += e->late_bucket[i];
+        if (seen > want)
+            return i;
+    }
+    return LATE_BUCKETS;
+}
+
+static void write_counters(struct engine *e, FILE *out)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    ns_t now = now_ns();
+    fprintf(out, "{\"t_ns\": %llu, \"ports\": [", (unsigned long long)now);
+    for (uint32_t i = 0; i < e->m.nports; i++) {
+        const struct port *p = &e->m.ports[i];
+        fprintf(out, "%s{\"node\": \"%s\", \"port\": %u, \"intf\": \"%s\", \"rate_bps\": %llu",
+                i ? ", " : "", e->s.nodes[p->node].name, p->index, e->s.ports[i].ifname,
+                (unsigned long long)p->rate_bps);
+        for (int l = 0; l < 2; l++) {
+            const struct queue *q = &p->q[l];
+            const char *pre = l ? "lane_" : "";
+            fprintf(out, ", \"%sin\": %llu, \"%sin_bytes\": %llu, \"%sout\": %llu, \"%sout_bytes\": %llu, "
+                    "\"%sdropped\": %llu, \"%sdropped_bytes\": %llu, \"%slost\": %llu, \"%squeued\": %u, "
+                    "\"%squeued_bytes\": %llu",
+                    pre, (unsigned long long)q->c.in, pre, (unsigned long long)q->c.in_bytes,
+                    pre, (unsigned long long)q->c.out, pre, (unsigned long long)q->c.out_bytes,
+                    pre, (unsigned long long)q->c.dropped, pre, (unsigned long long)q->c.dropped_bytes,
+                    pre, (unsigned long long)q->c.lost, pre, q->count, pre, (unsigned long long)q->bytes);
+        }
+        fputc('}', out);
+    }
+    const struct model_stats *s = &e->m.s;
+    fprintf(out, "], \"model\": {\"injected\": %llu, \"delivered\": %llu, \"no_route\": %llu, "
+            "\"pool_exhausted\": %llu, \"misdelivered\": %llu, \"acks_bypassed\": %llu, \"in_flight\": %u}",
+            (unsigned long long)s->injected, (unsigned long long)s->delivered, (unsigned long long)s->no_route,
+            (unsigned long long)s->pool_exhausted, (unsigned long long)s->misdelivered,
+            (unsigned long long)s->acks_bypassed, e->m.in_use);
+    fprintf(out, ", \"lateness\": {\"n\": %llu, \"mean_us\": %.3f, \"p50_us\": %llu, \"p99_us\": %llu, "
+            "\"p999_us\": %llu, \"max_us\": %.3f, \"over_100ms\": %llu}",
+            (unsigned long long)e->late_n, e->late_n ? (double)e->late_sum / (double)e->late_n / 1000.0 : 0.0,
+            (unsigned long long)percentile_us(e, 0.5), (unsigned long long)percentile_us(e, 0.99),
+            (unsigned long long)percentile_us(e, 0.999), (double)e->late_max / 1000.0,
+            (unsigned long long)e->late_over);
+    fprintf(out, ", \"taps\": {\"read\": %llu, \"written\": %llu, \"write_errors\": %llu, \"not_ipv4\": %llu, "
+            "\"oversize\": %llu}",
+            (unsigned long long)e->tap_read, (unsigned long long)e->tap_written,
+            (unsigned long long)e->write_errors, (unsigned long long)e->not_ipv4, (unsigned long long)e->oversize);
+    fprintf(out, ", \"cpu\": {\"user_s\": %.6f, \"system_s\": %.6f}}\n",
+            (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
+            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
+}
+
+static void reset_counters(struct engine *e)
+{
+    e->late_n = e->late_sum = e->late_max = e->late_over = 0;
+    memset(e->late_bucket, 0, LATE_BUCKETS * sizeof *e->late_bucket);
+}
+
+/* One command line from a client; the answer is one line. */
+static void command(struct engine *e, int fd, char *line)
+{
+    char name[32];
+    unsigned port;
+    unsigned long long bps;
+    char *answer = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&answer, &len);
+    if (!out)
+        return;
+    if (!strcmp(line, "counters")) {
+        write_counters(e, out);
+    } else if (!strcmp(line, "reset")) {
+        reset_counters(e);
+        fputs("ok\n", out);
+    } else if (sscanf(line, "rate %31s %u %llu", name, &port, &bps) == 3) {
+        int32_t node = spec_node_index(&e->m, &e->s, name);
+        int32_t p = node < 0 ? -1 : model_find_port(&e->m, (uint32_t)node, port);
+        if (p < 0 || !bps) {
+            fprintf(out, "error: no port %u on node %s, or a zero rate\n", port, name);
+        } else {
+            model_set_rate(&e->m, p, bps, now_ns());
+            fputs("ok\n", out);
+        }
+    } else {
+        fprintf(out, "error: unknown command: %.40s\n", line);
+    }
+    fclose(out);
+    for (size_t done = 0; done < len;) {          /* answers are small: block until sent */
+        ssize_t n = write(fd, answer + done, len - done);
+        if (n <= 0 && errno != EAGAIN && errno != EINTR)
+            break;
+        if (n > 0)
+            done += (size_t)n;
+    }
+    free(answer);
+}
+
+static void client_readable(struct engine *e, uint32_t i)
+{
+    struct client *c = &e->clients[i];
+    ssize_t n = read(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len);
+    if (n <= 0) {
+        if (n < 0 && errno == EAGAIN)
+            return;
+        close(c->fd);
+        c->fd = -1;
+        return;
+    }
+    c->len += (size_t)n;
+    c->buf[c->len] = 0;
+    char *nl;
+    while ((nl = strchr(c->buf, '\n'))) {
+        *nl = 0;
+        command(e, c->fd, c->buf);
+        c->len -= (size_t)(nl + 1 - c->buf);
+        memmove(c->buf, nl + 1, c->len + 1);
+    }
+    if (c->len == sizeof c->buf - 1) {            /* a line too long: drop the client */
+        close(c->fd);
+        c->fd = -1;
+    }
+}
+
+static void accept_client(struct engine *e, int listen_fd)
+{
+    int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return;
+    for (uint32_t i = 0; i < MAX_CLIENTS; i++)
+        if (e->clients[i].fd < 0) {
+            e->clients[i].fd = fd;
+            e->clients[i].len = 0;
+            epoll_add(e->epfd, fd, TAG_CLIENT, i);
+            return;
+        }
+    close(fd);
+}
+
+static int listen_control(const char *path)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof addr.sun_path) {
+        errno = ENAMETOOLONG;
+        die(path);
+    }
+    strcpy(addr.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    mode_t old = umask(0077);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&addr, sizeof addr) || listen(fd, 8))
+        die(path);
+    umask(old);
+    return fd;
+}
+
+static void write_stats(struct engine *e, const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    write_counters(e, f);
+    if (fclose(f) == 0)
+        rename(tmp, path);
+}
+
+int main(int argc, char **argv)
+{
+    static struct engine e;
+    int argi = 1;
+    if (argc > 2 && !strcmp(argv[1], "--spin-us")) {
+        e.spin_ns = strtoull(argv[2], NULL, 10) * 1000;
+        argi = 3;
+    }
+    if (argc - argi != 3) {
+        fprintf(stderr, "usage: fabric-engine [--spin-us N] SPEC CONTROL_SOCKET STATS_FILE\n");
+        return 2;
+    }
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    char err[256];
+    if (spec_load(argv[argi], &e.m, &e.s, err, sizeof err)) {
+        fprintf(stderr, "fabric-engine: %s\n", err);
+        return 2;
+    }
+    e.m.deliver = deliver;
+    e.m.deliver_ctx = &e;
+    e.frames = malloc((size_t)e.m.npkts * FRAME_MAX);
+    e.late_bucket = calloc(LATE_BUCKETS, sizeof *e.late_bucket);
+    e.tap_fd = malloc(e.m.nports * sizeof *e.tap_fd);
+    if (!e.frames || !e.late_bucket || !e.tap_fd)
+        die("memory");
+
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    sigprocmask(SIG_BLOCK, &sigs, NULL);
+    int sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+    e.epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (sfd < 0 || e.epfd < 0)
+        die("signalfd/epoll");
+    epoll_add(e.epfd, sfd, TAG_SIGNAL, 0);
+
+    int home_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (home_ns < 0)
+        die("/proc/self/ns/net");
+    for (uint32_t i = 0; i < e.m.nports; i++) {
+        const struct model *m = &e.m;
+        e.tap_fd[i] = -1;
+        if (!m->nodes[m->ports[i].node].is_host)
+            continue;
+        e.tap_fd[i] = open_tap(e.s.nodes[m->ports[i].node].nspid, e.s.ports[i].ifname, home_ns);
+        epoll_add(e.epfd, e.tap_fd[i], TAG_TAP, i);
+    }
+    close(home_ns);
+    int lfd = listen_control(argv[argi + 1]);
+    epoll_add(e.epfd, lfd, TAG_LISTEN, 0);
+    for (int i = 0; i < MAX_CLIENTS; i++)
+        e.clients[i].fd = -1;
+    printf("ready\n");
+    fflush(stdout);
+
+    struct epoll_event evs[256];
+    for (;;) {
+        ns_t now = now_ns();
+        model_advance(&e.m, now);
+        ns_t next = model_next_time(&e.m);
+        struct timespec wait, *waitp = NULL;
+        if (next != NO_TIME) {
+            ns_t d = next > now_ns() ? next - now_ns() : 0;
+            if (d <= e.spin_ns)
+                d = 0;
+            wait.tv_sec = (time_t)(d / 1000000000u);
+            wait.tv_nsec = (long)(d % 1000000000u);
+            waitp = &wait;
+        }
+        int n = epoll_pwait2(e.epfd, evs, 256, waitp, NULL);
+        if (n < 0 && errno != EINTR)
+            die("epoll_pwait2");
+        now = now_ns();
+        model_advance(&e.m, now);                /* what was due comes before what is read now */
+        for (int i = 0; i < n; i++) {
+            uint32_t tag = (uint32_t)(evs[i].data.u64 >> 32), idx = (uint32_t)evs[i].data.u64;
+            if (tag == TAG_TAP) {
+                drain_tap(&e, (int32_t)idx, now);
+            } else if (tag == TAG_CLIENT) {
+                client_readable(&e, idx);
+            } else if (tag == TAG_LISTEN) {
+                accept_client(&e, lfd);
+            } else if (tag == TAG_SIGNAL) {
+                write_stats(&e, argv[argi + 2]);
+                unlink(argv[argi + 1]);
+                return 0;
+            }
+        }
+    }
+}
