@@ -13,7 +13,7 @@ from pathlib import Path
 from experiments.capacity.cache import cache_path, load, save
 from experiments.capacity.calibration import (CALIBRATION_BW_MBPS, Calibration,
                                               CalibrationError, Observation, machine)
-from experiments.capacity.prediction import demand_gbit_hops
+from experiments.capacity.prediction import counted, demand_gbit_hops
 from experiments.config import LinkParams, SweepConfig
 
 CALIBRATION_TIME_S = 6.0        # per repeat, after the warm-up
@@ -153,6 +153,7 @@ def run_cost(topo, rc, record: dict, steady_cpu_pct: float, idle_pct: float) -> 
     where it carried nothing. A run flagged `cpu_saturated` gives floors
     (Observation.saturated), a calibration's repeat as much as a sweep's run."""
     from dctopo.workloads import make_matrix
+    topo = counted(topo, rc.fabric)
     delivered = sum(f["goodput_mbps"] * topo.path_links(f["src"], f["dst"])
                     for f in record["flows"]) / 1000.0
     demanded = demand_gbit_hops(topo, make_matrix(rc.workload, sorted(topo.hosts()), rc.seed),
