@@ -14,6 +14,7 @@ DHFT_SCHEMES = ("tcp_dhft", "mptcp_dhft", "tcp_perfect")
 DHFT_SWEEPS = ("locality", "load")
 DHFT_TOPOLOGY_OF_SCHEME = {"tcp_dhft": "dhft", "mptcp_dhft": "dhft", "tcp_perfect": "perfect"}
 DHFT_MAX_FLOWS = 512
+DHFT_LOADS = (0.25, 0.5, 1, 2, 4)      # the load sweep's connections per host, as many as fit
 
 
 @dataclass(frozen=True)
@@ -60,10 +61,19 @@ class DhftConfig(SeedsSettings, LongFlowSettings):
                                            low=0.0, high=1.0,
                                            help="fractions of rack-local flows of the locality sweep")
     # Connections per host; below 1 only that share of the hosts sends (the
-    # paper's light loads, where the core is not yet the bottleneck).
-    loads: tuple[float, ...] = option((0.25, 0.5, 1, 2, 4), flag="--loads",
-                                      help="connections per host of the load sweep")
+    # paper's light loads, where the core is not yet the bottleneck). None:
+    # DHFT_LOADS, those that fit this k.
+    loads: tuple[float, ...] | None = option(
+        None, flag="--loads", help="connections per host of the load sweep",
+        default_text=f"{','.join(f'{c:g}' for c in DHFT_LOADS)}, those within {DHFT_MAX_FLOWS} flows")
     subflows: int = mptcp_subflows(8, "MPTCP subflows per connection, split over both interfaces")
+
+    def __post_init__(self):
+        if self.loads is None:
+            object.__setattr__(self, "loads", tuple(c for c in DHFT_LOADS if self.load_fits(c)))
+
+    def load_fits(self, load: float) -> bool:
+        return 1 <= round(load * self.n_hosts) <= DHFT_MAX_FLOWS
 
     @property
     def rack_size(self) -> int:
@@ -95,7 +105,7 @@ class DhftConfig(SeedsSettings, LongFlowSettings):
             except ValueError as exc:
                 raise ConfigError(f"--localities: {exc} (racks of {self.rack_size})") from None
         for c in self.loads:
-            if not 1 <= round(c * self.n_hosts) <= DHFT_MAX_FLOWS:
+            if not self.load_fits(c):
                 raise ConfigError(f"--loads {c:g}: connections per host must be within "
                                   f"{1 / self.n_hosts:.2g}..{DHFT_MAX_FLOWS // self.n_hosts} on "
                                   f"DHFT({self.k}) ({self.n_hosts} hosts, at most "

@@ -14,6 +14,7 @@ OVERSUB_SWEEPS = ("load", "locality")
 OVERSUB_MATRICES = ("permutation", "random")     # the load sweep's; locality's is random
 OVERSUB_SCHEMES = ("tcp", "mptcp")
 OVERSUB_MAX_FLOWS = 512
+OVERSUB_LOADS = (0.0625, 0.125, 0.25, 0.5, 1, 2)   # the load sweep's, as many as fit
 OVERSUB_KS = (4, 6, 8)    # arities run here; k=6 is the smallest whose model has Fig. 7's peak
 
 
@@ -80,10 +81,19 @@ class OversubConfig(SeedsSettings, OversubscribedSettings):
                                       of="the load sweep's: ")
     # Connections per host. At k=4 and 4:1 there are 64 hosts: 1/64 is one
     # flow; the paper's peak is at 0.25, where the uplinks just fill.
-    loads: tuple[float, ...] = option((0.0625, 0.125, 0.25, 0.5, 1, 2), flag="--loads",
-                                      help="connections per host of the load sweep")
+    # None: OVERSUB_LOADS, those that fit this k.
+    loads: tuple[float, ...] | None = option(
+        None, flag="--loads", help="connections per host of the load sweep",
+        default_text=f"{','.join(f'{c:g}' for c in OVERSUB_LOADS)}, those within {OVERSUB_MAX_FLOWS} flows")
     localities: tuple[float, ...] = again(DhftConfig, "localities", (0.0, 0.25, 0.5, 0.75, 1.0))
     subflows: int = mptcp_subflows(4, "MPTCP subflows per connection")    # Fig. 7-8's
+
+    def __post_init__(self):
+        if self.loads is None:
+            object.__setattr__(self, "loads", tuple(c for c in OVERSUB_LOADS if self.load_fits(c)))
+
+    def load_fits(self, load: float) -> bool:
+        return 1 <= round(load * self.n_hosts) <= OVERSUB_MAX_FLOWS
 
     def validate(self) -> None:
         self.check_network()
@@ -92,7 +102,7 @@ class OversubConfig(SeedsSettings, OversubscribedSettings):
         check_lists_given(self.sweeps, ("locality", "--localities", self.localities),
                           ("load", "--loads", self.loads))
         for c in self.loads:
-            if not 1 <= round(c * self.n_hosts) <= OVERSUB_MAX_FLOWS:
+            if not self.load_fits(c):
                 raise ConfigError(f"--loads {c:g}: connections per host must be within "
                                   f"{1 / self.n_hosts:.2g}..{OVERSUB_MAX_FLOWS // self.n_hosts} "
                                   f"({self.n_hosts} hosts, at most {OVERSUB_MAX_FLOWS} flows)")
