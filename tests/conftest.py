@@ -37,8 +37,8 @@ SUITE_GUARD_COST = 1.38
 
 def _set_suite_calibration() -> None:
     from experiments import capacity
-    from experiments.config import FABRICS
-    for fabric in FABRICS:
+    from experiments.config.common import SWEEP_FABRICS
+    for fabric in SWEEP_FABRICS:
         capacity.save(capacity.Calibration(fabric=fabric, machine=capacity.machine(),
                                            core_s_per_gbit_hop=SUITE_GUARD_COST, idle_pct=0.0,
                                            measured={"set_by": "tests/conftest.py"}))

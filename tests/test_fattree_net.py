@@ -1,5 +1,6 @@
-"""FatTree(4) in real namespaces, on every fabric (kernel routing, and Open
-vSwitch under our controller in both modes): ECMP spreads one connection's
+"""FatTree(4) in real namespaces, on every fabric (kernel routing, Open
+vSwitch under our controller in both modes, and the modelled switches of
+--fabric model, whose counters stand in for the switches' interfaces): ECMP spreads one connection's
 subflows over the core and every tier's uplinks, and each connection gets
 exactly the subflows asked for, as the kernel's own counters confirm."""
 import json
@@ -32,7 +33,7 @@ SRC, DST = "h0_0_0", "h2_0_0"   # different pods: 4 equal-cost paths, one per co
 # which the guests test; what it adds, the reactive controller, the host tests.
 @pytest.fixture(scope="module", params=[pytest.param("l3", marks=pytest.mark.guest),
                                         pytest.param("openflow", marks=pytest.mark.guest),
-                                        "openflow-reactive"])
+                                        "openflow-reactive", "model"])
 def ft4(request, tmp_path_factory):
     cfg = SweepConfig(k=4, link=LinkParams(bw_mbps=10, queue_pkts=100), seed=1,
                       results=tmp_path_factory.mktemp("results"), fabric=request.param)
@@ -60,7 +61,14 @@ def netstat(sweep, host):
 
 def dev_bytes(sweep, node: str) -> dict[str, tuple[int, int]]:
     """(received, sent) bytes of each of a node's interfaces (on the openflow
-    fabric all switches share a namespace: only this node's ports count)."""
+    fabric all switches share a namespace: only this node's ports count; on
+    the model fabric a port receives what its peer's egress sent)."""
+    if sweep.fabric.name == "model":
+        ports = sweep.fabric.counters()["ports"]
+        sent = {(p["node"], p["port"]): p["out_bytes"] + p["lane_out_bytes"] for p in ports}
+        position = sweep.fabric._position
+        return {i.name: (sent[(i.peer, position(i.peer, i.peer_port))], sent[(node, position(node, i.port))])
+                for i in sweep.topo.interfaces(node)}
     return {name: counts for name, counts in read_dev_bytes(sweep.fabric.pid(node)).items()
             if name.startswith(f"{node}-eth")}
 

@@ -1,0 +1,137 @@
+"""The modelled fabric's engine (engine/): its model's unit tests, its spec
+checked, and in real namespaces the times it gives packets (a ping's round
+trip is what the model says, a rate change takes effect at once), counters
+that balance, and a dead engine reported and cleaned up."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from base.links import LinkParams
+from base.procs import run
+from dctopo.base import DCTopo, dpid
+from emulator.fabrics.model import ENGINE, ModelFabric
+from tests.conftest import ROOT, needs_root
+from tests.leftovers import Snapshot
+
+
+def test_the_model_passes_its_unit_tests():
+    """engine/test_model.c: exit times, drops, byte limits, rate changes,
+    ECMP, the three ACK treatments, loss and the packet pool, exactly."""
+    done = subprocess.run(["make", "-s", "-C", str(ROOT / "engine"), "test"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "all passed" in done.stdout
+
+
+def test_a_bad_spec_is_refused_in_one_line(tmp_path):
+    spec = tmp_path / "spec"
+    spec.write_text("fabric-engine-spec 1\nmodel 2 2 100 0 data\nnode 0 router x 0 0 0 1\nend\n")
+    done = subprocess.run([str(ENGINE), str(spec), str(tmp_path / "c"), str(tmp_path / "s")],
+                          capture_output=True, text=True, timeout=10)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "spec line 3" in done.stderr, done.stderr
+
+
+class Line(DCTopo):
+    """h1 -- s1 -- ... -- sN -- h2: every packet crosses N + 1 links."""
+
+    def build(self, n: int = 3, link: LinkParams = LinkParams()):
+        h1 = self.addHost("h1", role="host")
+        h2 = self.addHost("h2", role="host")
+        switches = [self.addSwitch(f"s{i}", role="edge", dpid=dpid(1, 0, i), router_id=f"10.0.{i}.1")
+                    for i in range(1, n + 1)]
+        self.addLink(h1, switches[0], port1=0, port2=0, params1={"ip": "10.1.0.2/32"}, link=link)
+        for a, b in zip(switches, switches[1:]):
+            self.addLink(a, b, port1=1, port2=0, link=link)
+        self.addLink(switches[-1], h2, port1=1, port2=0, params2={"ip": "10.2.0.2/32"}, link=link)
+
+
+LINK = LinkParams(bw_mbps=10, queue_pkts=100, delay_ms=0.5)
+FRAME = 1514                      # a full frame: ping's payload plus ICMP, IP and Ethernet headers
+PAYLOAD = FRAME - 14 - 20 - 8
+
+
+@pytest.fixture(scope="module")
+def line(tmp_path_factory):
+    fabric = ModelFabric(Line(n=3, link=LINK), LINK, seed=1)
+    before = Snapshot.take()
+    try:
+        fabric.start()
+        yield fabric
+    finally:
+        fabric.stop()
+    assert Snapshot.take().new_since(before) == {}
+
+
+def min_rtt_ms(fabric, src: str, dst_ip: str, payload: int = PAYLOAD, count: int = 20) -> float:
+    out = run(["ping", "-n", "-q", "-c", str(count), "-i", "0.05", "-s", str(payload), dst_ip], timeout=30,
+              ns_pid=fabric.pid(src)).stdout
+    return float(re.search(r"= ([\d.]+)/", out).group(1))
+
+
+def expected_rtt_ms(links: int, frame: int, bw_mbps: float, delay_ms: float) -> float:
+    """Both ways across `links` links, each serialising the frame and delaying it."""
+    return 2 * links * (frame * 8 / (bw_mbps * 1e3) + delay_ms)
+
+
+def lateness_bound_ms(fabric) -> float:
+    """What the engine's own late deliveries can add to a round trip (two
+    deliveries), with 0.2 ms for the hosts' stacks' spread."""
+    late = fabric.counters()["lateness"]
+    return 2 * late["p99_us"] / 1000 + 0.2
+
+
+@needs_root
+def test_a_round_trip_takes_what_the_model_says(line):
+    base = min_rtt_ms(line, "h1", "10.1.0.2")              # zero hops: the host's own stack
+    line.control("reset")
+    rtt = min_rtt_ms(line, "h1", "10.2.0.2")
+    want = expected_rtt_ms(4, FRAME, LINK.bw_mbps, LINK.delay_ms)
+    assert abs(rtt - base - want) <= lateness_bound_ms(line), (rtt, base, want, line.counters()["lateness"])
+
+
+@needs_root
+def test_a_rate_change_takes_effect_from_the_next_packet(line):
+    before = min_rtt_ms(line, "h1", "10.2.0.2", count=10)
+    line.set_rate("s2", 1, 1.0)                  # s2 towards s3: the echo requests' way only
+    try:
+        line.control("reset")
+        after = min_rtt_ms(line, "h1", "10.2.0.2", count=10)
+        bound = lateness_bound_ms(line)
+    finally:
+        line.set_rate("s2", 1, LINK.bw_mbps)
+    slower = FRAME * 8 / 1e3 * (1 / 1.0 - 1 / LINK.bw_mbps)
+    assert abs(after - before - slower) <= bound, (before, after, slower)
+
+
+@needs_root
+def test_every_port_balances(line):
+    run(["ping", "-n", "-q", "-f", "-c", "400", "-s", "1400", "10.2.0.2"], timeout=30,
+        ns_pid=line.pid("h1"), check=False)
+    snap = line.counters()
+    assert snap["model"]["delivered"] > 0
+    for p in snap["ports"]:
+        for lane in ("", "lane_"):
+            assert p[lane + "in"] == (p[lane + "out"] + p[lane + "dropped"] + p[lane + "lost"]
+                                      + p[lane + "queued"]), p
+
+
+@needs_root
+def test_a_dead_engine_is_reported_and_leaves_nothing():
+    fabric = ModelFabric(Line(n=1, link=LINK), LINK, seed=2)
+    before = Snapshot.take()
+    try:
+        fabric.start()
+        assert fabric.health_problems() == {}
+        os.kill(fabric.engine.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while fabric.engine.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "engine_failed" in fabric.health_problems()
+    finally:
+        fabric.stop()
+    assert Snapshot.take().new_since(before) == {}
