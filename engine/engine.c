@@ -3,11 +3,13 @@
  * hosts send, runs it through the model (model.c) and writes it to its
  * destination's TAP when the model says it arrives.
  *
- *   fabric-engine [--spin-us N] SPEC CONTROL_SOCKET STATS_FILE
+ *   fabric-engine [--writers N] [--slack-us N] [--spin-us N] SPEC CONTROL_SOCKET STATS_FILE
  *
- * One thread and one loop: the model's events due by now, then epoll until
- * the next event is due (epoll_pwait2, 1 ns timer slack; with --spin-us it
- * polls instead of sleeping when the next event is that close). "ready" on
+ * One loop: the model's events due by now, then epoll until the next event
+ * is due (epoll_pwait2; the timer's slack --slack-us, 1 ns by default; with
+ * --spin-us it polls instead of sleeping when the next event is that close).
+ * Deliveries are written on this thread, or with --writers N on N threads of
+ * their own (writers.h says why). "ready" on
  * stdout once every TAP exists and the control socket listens. The control
  * socket (mode 0600) takes one command a line and answers one line:
  *   counters                 JSON: every port's counters, lateness, taps, CPU
@@ -18,6 +20,7 @@
 #define _GNU_SOURCE
 #include "model.h"
 #include "spec.h"
+#include "writers.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,8 +43,8 @@
 #include <unistd.h>
 
 #define FRAME_MAX 1536
-#define LATE_BUCKETS 100000            /* 1 us each: 0..100 ms, then one overflow */
 #define MAX_CLIENTS 8
+#define MAX_WRITERS 8
 #define TAG_TAP 0u
 #define TAG_LISTEN 1u
 #define TAG_SIGNAL 2u
@@ -54,19 +57,14 @@ struct engine {
     struct spec s;
     int *tap_fd;                        /* per port: its TAP, or -1 */
     uint8_t *frames;                    /* per packet of the pool: its frame */
-    uint64_t late_n, late_sum, late_max, late_over, *late_bucket;
-    uint64_t tap_read, tap_written, write_errors, not_ipv4, oversize;
-    ns_t spin_ns;
+    struct sink sink;                   /* this thread's writes */
+    struct writer writers[MAX_WRITERS];
+    uint32_t nwriters;
+    uint64_t tap_read, not_ipv4, oversize;
+    ns_t spin_ns, slack_ns;
     struct client clients[MAX_CLIENTS];
     int epfd;
 };
-
-static ns_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (ns_t)ts.tv_sec * 1000000000u + (ns_t)ts.tv_nsec;
-}
 
 static void die(const char *what)
 {
@@ -104,19 +102,6 @@ static void epoll_add(int epfd, int fd, uint32_t tag, uint32_t index)
         die("epoll_ctl");
 }
 
-static void record_lateness(struct engine *e, ns_t late)
-{
-    e->late_n++;
-    e->late_sum += late;
-    if (late > e->late_max)
-        e->late_max = late;
-    uint64_t us = late / 1000;
-    if (us < LATE_BUCKETS)
-        e->late_bucket[us]++;
-    else
-        e->late_over++;
-}
-
 /* The model's delivery: the frame to its host, addressed from the switch's port. */
 static void deliver(void *ctx, struct model *m, int32_t port, uint32_t pkt, ns_t t)
 {
@@ -124,13 +109,12 @@ static void deliver(void *ctx, struct model *m, int32_t port, uint32_t pkt, ns_t
     uint8_t *f = e->frames + (size_t)pkt * FRAME_MAX;
     memcpy(f, e->s.ports[port].mac, 6);
     memcpy(f + 6, e->s.ports[m->ports[port].peer].mac, 6);
-    ssize_t n = write(e->tap_fd[port], f, m->pkts[pkt].len);
-    if (n == (ssize_t)m->pkts[pkt].len)
-        e->tap_written++;
-    else
-        e->write_errors++;
-    ns_t now = now_ns();
-    record_lateness(e, now > t ? now - t : 0);
+    if (e->nwriters) {
+        struct delivery d = { pkt, e->tap_fd[port], m->pkts[pkt].len, t };
+        writer_push(&e->writers[(uint32_t)port % e->nwriters], d);
+        return;
+    }
+    write_frame(&e->sink, e->tap_fd[port], f, m->pkts[pkt].len, t);
     model_free(m, pkt);
 }
 
@@ -166,17 +150,6 @@ static void drain_tap(struct engine *e, int32_t port, ns_t now)
     }
 }
 
-static uint64_t percentile_us(const struct engine *e, double q)
-{
-    uint64_t want = (uint64_t)(q * (double)e->late_n), seen = 0;
-    for (uint64_t i = 0; i < LATE_BUCKETS; i++) {
-        seen += e->late_bucket[i];
-        if (seen > want)
-            return i;
-    }
-    return LATE_BUCKETS;
-}
-
 static void write_counters(struct engine *e, FILE *out)
 {
     struct rusage ru;
@@ -207,16 +180,28 @@ static void write_counters(struct engine *e, FILE *out)
             (unsigned long long)s->injected, (unsigned long long)s->delivered, (unsigned long long)s->no_route,
             (unsigned long long)s->pool_exhausted, (unsigned long long)s->misdelivered,
             (unsigned long long)s->acks_bypassed, e->m.in_use);
+    struct lateness all;                  /* every thread's, merged (a writer's may be a write behind) */
+    uint64_t written = e->sink.written, errors = e->sink.errors;
+    if (lateness_init(&all))
+        return;
+    lateness_merge(&all, &e->sink.late);
+    for (uint32_t i = 0; i < e->nwriters; i++) {
+        lateness_merge(&all, &e->writers[i].sink.late);
+        written += e->writers[i].sink.written;
+        errors += e->writers[i].sink.errors;
+    }
     fprintf(out, ", \"lateness\": {\"n\": %llu, \"mean_us\": %.3f, \"p50_us\": %llu, \"p99_us\": %llu, "
             "\"p999_us\": %llu, \"max_us\": %.3f, \"over_100ms\": %llu}",
-            (unsigned long long)e->late_n, e->late_n ? (double)e->late_sum / (double)e->late_n / 1000.0 : 0.0,
-            (unsigned long long)percentile_us(e, 0.5), (unsigned long long)percentile_us(e, 0.99),
-            (unsigned long long)percentile_us(e, 0.999), (double)e->late_max / 1000.0,
-            (unsigned long long)e->late_over);
+            (unsigned long long)all.n, all.n ? (double)all.sum_ns / (double)all.n / 1000.0 : 0.0,
+            (unsigned long long)lateness_percentile_us(&all, 0.5),
+            (unsigned long long)lateness_percentile_us(&all, 0.99),
+            (unsigned long long)lateness_percentile_us(&all, 0.999), (double)all.max_ns / 1000.0,
+            (unsigned long long)all.over);
+    free(all.bucket);
     fprintf(out, ", \"taps\": {\"read\": %llu, \"written\": %llu, \"write_errors\": %llu, \"not_ipv4\": %llu, "
-            "\"oversize\": %llu}",
-            (unsigned long long)e->tap_read, (unsigned long long)e->tap_written,
-            (unsigned long long)e->write_errors, (unsigned long long)e->not_ipv4, (unsigned long long)e->oversize);
+            "\"oversize\": %llu}, \"writers\": %u",
+            (unsigned long long)e->tap_read, (unsigned long long)written, (unsigned long long)errors,
+            (unsigned long long)e->not_ipv4, (unsigned long long)e->oversize, e->nwriters);
     fprintf(out, ", \"cpu\": {\"user_s\": %.6f, \"system_s\": %.6f}}\n",
             (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6,
             (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6);
@@ -224,8 +209,9 @@ static void write_counters(struct engine *e, FILE *out)
 
 static void reset_counters(struct engine *e)
 {
-    e->late_n = e->late_sum = e->late_max = e->late_over = 0;
-    memset(e->late_bucket, 0, LATE_BUCKETS * sizeof *e->late_bucket);
+    lateness_clear(&e->sink.late);
+    for (uint32_t i = 0; i < e->nwriters; i++)
+        atomic_fetch_add(&e->writers[i].reset_gen, 1);
 }
 
 /* One command line from a client; the answer is one line. */
@@ -340,15 +326,23 @@ int main(int argc, char **argv)
 {
     static struct engine e;
     int argi = 1;
-    if (argc > 2 && !strcmp(argv[1], "--spin-us")) {
-        e.spin_ns = strtoull(argv[2], NULL, 10) * 1000;
-        argi = 3;
+    unsigned long long writers = 0, slack_us = 0, spin_us = 0;
+    for (; argi + 1 < argc && !strncmp(argv[argi], "--", 2); argi += 2) {
+        unsigned long long *v = !strcmp(argv[argi], "--writers") ? &writers
+                              : !strcmp(argv[argi], "--slack-us") ? &slack_us
+                              : !strcmp(argv[argi], "--spin-us") ? &spin_us : NULL;
+        char *end;
+        if (!v || (*v = strtoull(argv[argi + 1], &end, 10), *end) || writers > MAX_WRITERS)
+            argi = argc;
     }
     if (argc - argi != 3) {
-        fprintf(stderr, "usage: fabric-engine [--spin-us N] SPEC CONTROL_SOCKET STATS_FILE\n");
+        fprintf(stderr, "usage: fabric-engine [--writers 0..%d] [--slack-us N] [--spin-us N] "
+                "SPEC CONTROL_SOCKET STATS_FILE\n", MAX_WRITERS);
         return 2;
     }
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    e.spin_ns = spin_us * 1000;
+    e.slack_ns = slack_us * 1000;
+    prctl(PR_SET_TIMERSLACK, e.slack_ns ? (unsigned long)e.slack_ns : 1UL, 0, 0, 0);
     char err[256];
     if (spec_load(argv[argi], &e.m, &e.s, err, sizeof err)) {
         fprintf(stderr, "fabric-engine: %s\n", err);
@@ -357,9 +351,8 @@ int main(int argc, char **argv)
     e.m.deliver = deliver;
     e.m.deliver_ctx = &e;
     e.frames = malloc((size_t)e.m.npkts * FRAME_MAX);
-    e.late_bucket = calloc(LATE_BUCKETS, sizeof *e.late_bucket);
     e.tap_fd = malloc(e.m.nports * sizeof *e.tap_fd);
-    if (!e.frames || !e.late_bucket || !e.tap_fd)
+    if (!e.frames || !e.tap_fd || lateness_init(&e.sink.late))
         die("memory");
 
     sigset_t sigs;
@@ -386,6 +379,10 @@ int main(int argc, char **argv)
         epoll_add(e.epfd, e.tap_fd[i], TAG_TAP, i);
     }
     close(home_ns);
+    e.nwriters = (uint32_t)writers;
+    for (uint32_t i = 0; i < e.nwriters; i++)    /* after the signal mask: they inherit it */
+        if (writer_start(&e.writers[i], e.m.npkts, e.frames, FRAME_MAX))
+            die("a writer thread");
     int lfd = listen_control(argv[argi + 1]);
     epoll_add(e.epfd, lfd, TAG_LISTEN, 0);
     for (int i = 0; i < MAX_CLIENTS; i++)
@@ -395,6 +392,8 @@ int main(int argc, char **argv)
 
     struct epoll_event evs[256];
     for (;;) {
+        for (uint32_t i = 0; i < e.nwriters; i++)
+            writer_reclaim(&e.writers[i], &e.m);
         ns_t now = now_ns();
         model_advance(&e.m, now);
         ns_t next = model_next_time(&e.m);
@@ -421,6 +420,8 @@ int main(int argc, char **argv)
             } else if (tag == TAG_LISTEN) {
                 accept_client(&e, lfd);
             } else if (tag == TAG_SIGNAL) {
+                for (uint32_t w = 0; w < e.nwriters; w++)
+                    writer_stop(&e.writers[w]);
                 write_stats(&e, argv[argi + 2]);
                 unlink(argv[argi + 1]);
                 return 0;

@@ -55,9 +55,10 @@ FRAME = 1514                      # a full frame: ping's payload plus ICMP, IP a
 PAYLOAD = FRAME - 14 - 20 - 8
 
 
-@pytest.fixture(scope="module")
-def line(tmp_path_factory):
+@pytest.fixture(scope="module", params=[0, 1], ids=["written by the engine", "a writer thread"])
+def line(request):
     fabric = ModelFabric(Line(n=3, link=LINK), LINK, seed=1)
+    fabric.engine_options["writers"] = request.param
     before = Snapshot.take()
     try:
         fabric.start()

@@ -42,6 +42,7 @@ CONTROL_TIMEOUT_S = 5.0
 HOST_TXQUEUELEN = 1000     # the TAP's ring, and the modelled NIC's FIFO ("model")
 HOST_NICS = ("htb", "model")
 ACK_MODES = ("data", "lane", "sim")
+ENGINE_OPTIONS = {"writers": 0, "slack-us": 0, "spin-us": 0}
 # Frames the engine can hold at once: its queues' sum, within these bounds.
 POOL_MIN, POOL_MAX = 16384, 131072
 
@@ -63,6 +64,9 @@ class ModelFabric(L3Fabric):
             raise ValueError(f"host_nic {host_nic!r} or acks {acks!r}")
         self.host_nic = host_nic
         self.acks = acks or ("lane" if self.link.ack_lane else "data")
+        # How the engine waits and writes (engine/engine.c's options), chosen
+        # by measurement (docs/fabrics.md, "The model fabric"); a bench may set them.
+        self.engine_options = dict(ENGINE_OPTIONS)
         self.engine: subprocess.Popen | None = None
         self.engine_stats: dict = {}           # the engine's last counters, once stopped
         self._dir: Path | None = None
@@ -195,7 +199,8 @@ class ModelFabric(L3Fabric):
         spec = self._dir / "spec"
         spec.write_text("\n".join(self.spec_lines()) + "\n")
         self.engine = self.procs.spawn(
-            "fabric engine", [str(ENGINE), str(spec), str(self._dir / "control"),
+            "fabric engine", [str(ENGINE), *(a for k, v in self.engine_options.items() for a in (f"--{k}", str(v))),
+                              str(spec), str(self._dir / "control"),
                               str(self._dir / "stats.json")],
             stdout=subprocess.PIPE, stderr=(self._dir / "stderr").open("w"))
         ready = wait_readable(self.engine.stdout.fileno(), READY_TIMEOUT_S)
@@ -251,7 +256,7 @@ class ModelFabric(L3Fabric):
         delivered = after["model"]["delivered"] - b["model"]["delivered"]
         core = (cpu["user_s"] + cpu["system_s"]) / wall if wall > 0 else 0.0
         summary = {
-            "host_nic": self.host_nic, "acks": self.acks,
+            "host_nic": self.host_nic, "acks": self.acks, "engine_options": self.engine_options,
             "delivered": delivered,
             "switch_drops": total(after, "dropped", False) - total(b, "dropped", False),
             "host_nic_drops": total(after, "dropped", True) - total(b, "dropped", True),
