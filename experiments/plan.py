@@ -35,16 +35,25 @@ KEPT = 20                       # runs per (experiment, size) the median is take
 
 def long_flow_traffic(cfg, point) -> float:
     """Warm-up plus counted time: the point's own if it carries them, else the config's."""
-    warmup = getattr(point, "warmup_s", None)
     time_s = getattr(point, "time_s", None)
-    if warmup is None or time_s is None:
-        warmup, time_s = getattr(cfg, "warmup", 0.0), cfg.time_s
-    return float(warmup) + float(time_s)
+    if getattr(point, "warmup_s", None) is None or time_s is None:
+        time_s = cfg.time_s
+    return (warmup_of(cfg, point) or 0.0) + float(time_s)
+
+
+def warmup_of(cfg, point) -> float | None:
+    """The warm-up of a point's traffic: its own, else the config's (its
+    `warmup`, else `warmup_s`); None where it has none."""
+    for value in (getattr(point, "warmup_s", None), getattr(cfg, "warmup", None),
+                  getattr(cfg, "warmup_s", None)):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return None
 
 
 def sampled_traffic(cfg, point) -> float:
     """A warm-up, then one-second samples."""
-    return float(cfg.warmup_s) + float(cfg.samples)
+    return warmup_of(cfg, point) + float(cfg.samples)
 
 
 def unknown_traffic(cfg, point) -> None:
@@ -64,11 +73,16 @@ def size_of(cfg) -> str:
     return (f"k{k}" if isinstance(k, int) else "") + (f"-servers{len(servers)}" if servers else "")
 
 
+def guarded(cfg) -> bool:
+    """Whether the capacity guard judges the runs of `cfg` (it declares
+    --force and shows it)."""
+    return hasattr(cfg, "force") and "force" not in getattr(cfg, "HIDDEN_OPTIONS", ())
+
+
 def calibrates_first(cfg) -> bool:
     """Whether a run of `cfg` measures this machine's forwarding cost before
-    anything: its runs are judged by the capacity guard (it declares --force
-    and shows it) and no calibration of its fabric is cached."""
-    if not hasattr(cfg, "force") or "force" in getattr(cfg, "HIDDEN_OPTIONS", ()):
+    anything: its runs are guarded and no calibration of its fabric is cached."""
+    if not guarded(cfg):
         return False
     from experiments.capacity.cache import load
     return load(cfg.fabric) is None

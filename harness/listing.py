@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import shutil
 import sys
 import textwrap
 
 from base import catalogue, records
 from base.errors import ConfigError
+from base.links import LinkParams
 from experiments import plan
 from harness.declared import row_command
 from harness.shared_options import PROG, OneLineParser
@@ -152,44 +154,129 @@ def point_text(point, fields: list[str]) -> str:
     return ", ".join(f"{n} {v:g}" if isinstance(v, float) else f"{n} {v}" for n, v in shown) or "the only run"
 
 
+PLAN_WIDTH = 100       # --plan's lines wrap here
+
+
+def network_text(cfg) -> str:
+    """What every run of `cfg` shares, for its run lines: the network's size
+    (the config's own `plan_network`, else FatTree arity k) and link rates."""
+    parts = [cfg.plan_network] if hasattr(cfg, "plan_network") else (
+        [f"k {cfg.k}"] if isinstance(getattr(cfg, "k", None), int) else [])
+    links = [(f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg)
+             if isinstance(getattr(cfg, f.name, None), LinkParams)]
+    parts += [f"{'' if name == 'link' or len(links) == 1 else name + ' '}{link.bw_mbps:g} Mb/s"
+              for name, link in links]
+    return ", ".join(parts)
+
+
+def traffic_text(cfg, point, traffic) -> str:
+    """A run's traffic, its warm-up apart where the config has one."""
+    t = traffic(cfg, point)
+    if not t:
+        return ""
+    warm = plan.warmup_of(cfg, point)
+    if warm is None or not 0 < warm < t:
+        return f": {t:g} s of traffic"
+    return f": {warm:g} s warm-up + {t - warm:g} s counted"
+
+
+def results_text(row: catalogue.Row, cfg) -> str:
+    """The runs' folder, with what the config fixes filled in; `<...>` parts
+    differ from run to run, a `[...]` part only where --seeds is given."""
+    layout = row.layout
+    seeds = getattr(cfg, "seeds", ())
+    layout = re.sub(r"\[([^\]]*<S>[^\]]*)\]", r"\1" if seeds else "", layout)
+    if getattr(cfg, "dilation", 1) == 1:
+        layout = re.sub(r"\[-x<F>\]", "", layout)
+    fixed = {"k": getattr(cfg, "k", None), "n": getattr(cfg, "n", None),
+             "fabric": getattr(cfg, "fabric", None), "F": f"{getattr(cfg, 'dilation', 1):g}",
+             "workload": (cfg.workloads[0] if len(getattr(cfg, "workloads", ())) == 1 else None)}
+    for name, value in fixed.items():
+        if isinstance(value, (int, str)) and not isinstance(value, bool):
+            layout = layout.replace(f"<{name}>", str(value))
+    return f"{cfg.results}/{layout}"
+
+
+def wrapped(lines: list[str], width: int = PLAN_WIDTH) -> list[str]:
+    """Each line within `width`, its continuation indented under its text."""
+    out = []
+    for line in lines:
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        out += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False,
+                             break_long_words=False) or [""]
+    return out
+
+
+def unwrapped(text: str) -> list[str]:
+    """The lines of a plan as they were before `wrapped`: continuations
+    (indented 4 more than their line) joined back."""
+    out: list[str] = []
+    for line in text.splitlines():
+        depth = len(line) - len(line.lstrip())
+        if out and line.strip() and depth >= len(out[-1]) - len(out[-1].lstrip()) + 4:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line)
+    return out
+
+
 def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:
-    """Every point with its traffic (a shard's only), the totals and
-    estimated wall time, the capacity verdict: all without building anything."""
+    """Every point with its network and traffic (a shard's only), the totals
+    and estimated wall time, where the runs go and the capacity verdict: all
+    without building anything."""
     traffic = row.load("traffic")
     every = cfg.points()
     numbered = list(enumerate(every, 1))
     numbered = shard.mine(numbered) if shard else numbered
     points = [p for _, p in numbered]
     fields = varying(every)
-    lines = [f"plan: {PROG} {row.name} ({row.reproduces}): {row.purpose}"]
+    network = network_text(cfg) if row.machine else ""
+    lines = [f"plan: {PROG} {row.name} ({row.reproduces})"]
     if shard:
         i, n = shard.index, shard.count
         lines.append(f"shard {shard}: {len(points)} of the {len(every)} points (numbers {i}, {i + n}, "
                      f"{i + 2 * n}, ...); the same command with the other shards runs the rest")
     for i, point in numbered:
-        t = traffic(cfg, point)
-        lines.append(f"  [{i}/{len(every)}] {point_text(point, fields)}"
-                     + ("" if not t else f": {t:g} s of traffic"))
+        what = ", ".join(x for x in (point_text(point, fields), network) if x)
+        lines.append(f"  [{i}/{len(every)}] {what}{traffic_text(cfg, point, traffic)}")
     est = estimate(row, cfg, points)
     lines.append(f"estimate: {est.line()}")
-    lines.append(f"results: {cfg.results}/{row.layout}")
+    lines.append(f"results: {results_text(row, cfg)}")
     lines += getattr(cfg, "plan_lines", list)()
-    if row.name == "fattree":
+    if row.machine:
         lines.append(capacity_line(cfg))
-    return "\n".join(lines)
+    return "\n".join(wrapped(lines))
 
 
 def capacity_line(cfg) -> str:
-    """The guard's verdict from this machine's cached calibration, or what
-    the first real run will measure."""
+    """The guard's verdict from this machine's cached calibration where it
+    models the runs' demand here, else what it will do, or that it does not
+    judge this experiment."""
     from experiments import capacity
     from experiments.capacity import calibration, measurement
-    cal = capacity.load(cfg.fabric)
+    if not plan.guarded(cfg) and not hasattr(cfg, "sweep_config"):
+        return ("capacity: not judged: the guard does not model this experiment's demand yet; "
+                "each run's cpu_saturated flag says whether the CPU kept up")
+    fabric = getattr(cfg, "fabric", "l3")
+    cal = capacity.load(fabric)
+    if cal is None and not plan.guarded(cfg):
+        return (f"capacity: not judged (the guard does not stop this experiment), and this machine "
+                f"has no calibration for fabric {fabric} to predict from: a guarded run such as "
+                f"`sudo {PROG} 4` measures one")
     if cal is None:
         return ("capacity: this machine is not calibrated yet for fabric "
-                f"{cfg.fabric}; the first real run measures what forwarding costs here "
+                f"{fabric}; the first real run measures what forwarding costs here "
                 f"(FatTree(4) one_to_one MPTCP-8 at {calibration.CALIBRATION_BW_MBPS:g} Mb/s, "
                 f"{measurement.CALIBRATION_REPEATS} x {measurement.CALIBRATION_TIME_S:g} s) before it judges")
+    if hasattr(cfg, "sweep_config"):        # runs that are FatTree sweeps, not stopped by the guard
+        verdicts = [capacity.judge(cfg.sweep_config(p), cal) for p in cfg.points()]
+        worst = max(verdicts, key=lambda v: v.predicted_cpu_pct)
+        return (f"capacity, as the guard would judge its costliest run as a FatTree sweep (it does "
+                f"not stop this experiment): {'fits' if worst.fits else 'too much'}: {worst.reason()}")
+    if not hasattr(cfg, "workloads"):       # an experiment of racks: its matrices are built to judge
+        return (f"capacity: judged when it runs, before any network is built: each run's traffic "
+                f"matrix at its max-min rates (an upper bound) against this machine's cached "
+                f"calibration for fabric {fabric}")
     if cfg.servers:
         from experiments.capacity.servers import judge_servers, stand_in_machines
         verdict = judge_servers(cfg, stand_in_machines(cfg, cal))

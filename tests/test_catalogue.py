@@ -86,6 +86,15 @@ def test_list_and_plan_need_no_root_and_no_packages(name):
     assert done.stdout.startswith(f"plan: run_mptcp.sh {name}") and "estimate: " in done.stdout
     # A point reads as its values: no field that is not set, no object's repr.
     assert not re.search(r"\bNone\b|\w+\(\w+=", done.stdout), done.stdout
+    lines = done.stdout.splitlines()
+    assert max(map(len, lines)) <= 100, done.stdout
+    results = [ln for ln in lines if ln.startswith("results: ")]
+    assert len(results) == 1 and "<k>" not in results[0] or name == "flowlevel", results
+    capacity = [ln for ln in lines if ln.startswith("capacity")]
+    assert len(capacity) == (1 if catalogue.ROWS[name].machine else 0), done.stdout
+    from harness.listing import unwrapped
+    runs = [ln for ln in unwrapped(done.stdout) if ln.startswith("  [")]
+    assert runs and all("Mb/s" in r for r in runs) or not catalogue.ROWS[name].machine, runs
 
 
 @needs_root

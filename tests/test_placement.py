@@ -112,7 +112,8 @@ def test_plan_judges_each_server_as_this_machine_until_it_answers():
     planned = subprocess.run([SCRIPT, "8", "--bw", "10", "--servers", "a,b,c,d", "--plan"],
                              capture_output=True, text=True, timeout=60)
     assert planned.returncode == 0, planned.stderr
-    [line] = [ln for ln in planned.stdout.splitlines() if ln.startswith("capacity")]
+    from harness.listing import unwrapped
+    [line] = [ln for ln in unwrapped(planned.stdout) if ln.startswith("capacity")]
     assert line.startswith("capacity, each server judged as if it were this machine until its "
                            "worker says what it is: ")
     for server in "abcd":

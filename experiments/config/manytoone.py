@@ -49,6 +49,11 @@ class ManyToOneConfig(LongFlowSettings, KernelSchemes):
     link: LinkParams = links("bw_mbps", "queue_pkts", factory=lambda: LinkParams(bw_mbps=5.0))
 
     @property
+    def plan_network(self) -> str:
+        """What --plan says of its network: BCube(n, k), not a FatTree's k."""
+        return f"BCube({self.n},{self.k})"
+
+    @property
     def levels(self) -> int:
         return self.k + 1
 
