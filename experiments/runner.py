@@ -40,6 +40,7 @@ from base import catalogue, records
 from base.shards import Shard
 from emulator.network import Network
 from experiments import plan
+from experiments.inside import Inside
 from experiments.staging import RunStage
 from emulator.traffic.common import TrafficError
 
@@ -96,9 +97,12 @@ class Experiment:
 
 
 class Runner:
-    def __init__(self, experiment: Experiment, say=print, shard: Shard | None = None):
-        """`shard`: run only that share of the points (base/shards.py)."""
+    def __init__(self, experiment: Experiment, say=print, shard: Shard | None = None,
+                 inside: Inside | None = None):
+        """`shard`: run only that share of the points (base/shards.py);
+        `inside`: --hold, --cli, --pcap (experiments/inside.py)."""
         self.experiment = experiment
+        self.inside = inside or Inside(say=say)
         self.say = say
         self.shard = shard
         self.wall_s = 0.0
@@ -106,7 +110,8 @@ class Runner:
 
     def run(self) -> list[Path]:
         exp = self.experiment
-        exp.admit()
+        if not self.inside.hold:       # the guard judges runs, and a hold runs none
+            exp.admit()
         points = exp.points()
         self.total_points = len(points)
         if self.shard:
@@ -120,8 +125,11 @@ class Runner:
         if intro := exp.introduce():
             self.say(intro)
         try:
-            for key, group in itertools.groupby(points, key=exp.network_key):
-                with exp.network(key) as net:
+            groups = [(key, list(group)) for key, group in itertools.groupby(points, key=exp.network_key)]
+            for n, (key, group) in enumerate(groups):
+                network = exp.network(key)
+                self.inside.check(network)      # before it is built
+                with network as net, self.inside.network(net, first=n == 0, last=n == len(groups) - 1):
                     exp.prepare(net)
                     for point in group:
                         i = len(written)
@@ -149,9 +157,11 @@ class Runner:
         out = exp.run_dir(point)
         with RunStage(out) as stage:
             started_at = time.time()
-            own = exp.run_point(net, point, stage.path)
+            with self.inside.run(net, stage.path) as looked:
+                own = exp.run_point(net, point, stage.path)
             record = {"schema": records.SCHEMA, "experiment": exp.name, "kernel": platform.release(),
-                      "started_at": iso(started_at), "finished_at": iso(time.time()), **own}
+                      "started_at": iso(started_at), "finished_at": iso(time.time()), **own,
+                      **looked.record, "flags": own["flags"] + looked.flags}
             if self.shard:
                 record["shard"] = self.shard.record(self.total_points, exp.cfg)
             record["valid"] = not record["flags"]

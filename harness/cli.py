@@ -21,6 +21,7 @@ from base import catalogue
 from base.errors import ConfigError
 from base.files import check_folder_writable
 from base.lock import ExperimentLock
+from harness import inside_options
 from harness.declared import row_command
 from harness.shared_options import EXIT_BAD_INPUT, PROG
 
@@ -48,7 +49,8 @@ class Command:
     def machine(self) -> bool:
         return self.row.machine
 
-    def run(self, cfg, shard=None) -> None:
+    def run(self, cfg, shard=None, inside=None) -> None:
+        """`inside`: experiments/inside.Inside (--hold, --cli, --pcap), or None."""
         target = self.row.load("run")
         if not self.row.machine:
             target(cfg)
@@ -56,7 +58,7 @@ class Command:
         from experiments.overseeds import experiment_for
         from experiments.runner import Runner
         experiment = experiment_for(target, cfg)
-        Runner(experiment, say=experiment.say, shard=shard).run()
+        Runner(experiment, say=experiment.say, shard=shard, inside=inside).run()
 
     def shard_of(self, cfg, args):
         """The `--shard` given (base/shards.Shard), checked against the
@@ -158,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         command = commands()[name]
         cfg, args = command.config_from(rest)
         shard = command.shard_of(cfg, args)
+        inside_options.check(name or SWEEP, command.machine, cfg, args)
         if args.validate_only:     # run_mptcp.sh reads whether it needs root from this word
             print("network" if command.machine else "computed")
             return 0
@@ -177,11 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.capacity import CalibrationError
     from experiments.runner import SweepError
     from base.ssh import SshError
+    from experiments.inside import HoldEnded, Inside
+    inside = Inside(cli=args.cli, hold=args.hold, pcap=inside_options.pcap_hosts(args.pcap))
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
         for note in machine_notes + _notes(cfg, args):
             print(note)
-        command.run(cfg, shard)
+        command.run(cfg, shard, inside)
         if args.no_plots:
             print(f"figures not drawn (--no-plots): ./plot.py {cfg.results} draws them")
             return 0
@@ -189,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:              # the capacity guard's refusal: nothing was run
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except HoldEnded:
+        print(f"{PROG}: the held network was removed, with every process of it")
+        return 0
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; the network and every process of the experiment were "
               "removed, finished runs are kept", file=sys.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from base.errors import ConfigError
+from harness.inside_options import add_inside_options
 
 PROG = "run_mptcp.sh"
 EXIT_BAD_INPUT = 2
@@ -35,3 +36,4 @@ def add_results_options(p: argparse.ArgumentParser) -> None:
                    help="run only the I-th of N shares of the points (round robin), e.g. for N "
                         "machines; ./plot.py A B --into C brings the folders together")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
+    add_inside_options(p)

@@ -10,8 +10,8 @@ lengths, without the Ethernet header.
 An AF_PACKET socket made in the node's namespace, read by a thread during a
 window of seconds only: every packet read costs the harness's own process
 a system call and a parse, so the tap is open around the event it watches,
-not for the whole run. Parsed by hand because the harness installs no capture tool
-(tcpdump, scapy): Ethernet, IPv4 and the TCP header's ports and length."""
+not for the whole run. Parsed by hand, in the harness's own process (tcpdump
+runs only for `--pcap`): Ethernet, IPv4 and the TCP header's ports and length."""
 from __future__ import annotations
 
 import math
