@@ -107,17 +107,21 @@ class RackExperiment(Experiment):
         cfg = dataclasses.replace(self.cfg, cc=key) if self.network_per_cc else self.cfg
         return self.network_class(self.topology(key), cfg)
 
-    def admit(self) -> None:
-        """The capacity guard on the costliest run: every point's matrix on
-        its topology, at the config's link rate."""
-        from experiments.capacity.guard import admit_matrices
+    def loads(self) -> list:
+        """(topology, traffic matrix) of every point, what the guard judges."""
         topos: dict = {}
         loads = []
         for p in self.points():
             key = self.network_key(p)
             topo = topos[key] if key in topos else topos.setdefault(key, self.topology(key))
             loads.append((topo, self.matrix_on(topo, p)))
-        self.capacity = admit_matrices(self.cfg, loads, self.say)
+        return loads
+
+    def admit(self) -> None:
+        """The capacity guard on the costliest run: every point's matrix on
+        its topology, at the config's link rate."""
+        from experiments.capacity.guard import admit_matrices
+        self.capacity = admit_matrices(self.cfg, self.loads(), self.say)
 
     def run_dir(self, p) -> Path:
         return p.run_dir(self.cfg.results, self.cfg.k)

@@ -244,11 +244,25 @@ def plan_text(row: catalogue.Row, cfg, args, shard=None) -> str:
     lines.append(f"results: {results_text(row, cfg)}")
     lines += getattr(cfg, "plan_lines", list)()
     if row.machine:
-        lines.append(capacity_line(cfg))
+        lines.append(capacity_line(row, cfg))
     return "\n".join(wrapped(lines))
 
 
-def capacity_line(cfg) -> str:
+def racks_verdict(row: catalogue.Row, cfg, cal):
+    """The guard's verdict on an experiment of racks (each seed's), from its
+    topologies and matrices; None where they cannot be made here (a fresh
+    machine lacks Mininet's topology class)."""
+    try:
+        from experiments.capacity.guard import matrices_judge
+        from experiments.overseeds import experiment_for
+        exp = experiment_for(row.load("run"), cfg, say=lambda *_: None)
+    except ImportError:
+        return None
+    verdicts = [matrices_judge(e.cfg, e.loads())(cal) for e in getattr(exp, "of_seed", {0: exp}).values()]
+    return max(verdicts, key=lambda v: v.predicted_cpu_pct)
+
+
+def capacity_line(row: catalogue.Row, cfg) -> str:
     """The guard's verdict from this machine's cached calibration where it
     models the runs' demand here, else what it will do, or that it does not
     judge this experiment."""
@@ -273,10 +287,13 @@ def capacity_line(cfg) -> str:
         worst = max(verdicts, key=lambda v: v.predicted_cpu_pct)
         return (f"capacity, as the guard would judge its costliest run as a FatTree sweep (it does "
                 f"not stop this experiment): {'fits' if worst.fits else 'too much'}: {worst.reason()}")
-    if not hasattr(cfg, "workloads"):       # an experiment of racks: its matrices are built to judge
-        return (f"capacity: judged when it runs, before any network is built: each run's traffic "
-                f"matrix at its max-min rates (an upper bound) against this machine's cached "
-                f"calibration for fabric {fabric}")
+    if not hasattr(cfg, "workloads"):       # an experiment of racks
+        verdict = racks_verdict(row, cfg, cal)
+        if verdict is None:
+            return (f"capacity: judged when it runs, before any network is built: each run's traffic "
+                    f"matrix at its max-min rates (an upper bound) against this machine's cached "
+                    f"calibration for fabric {fabric}")
+        return f"capacity: {'fits' if verdict.fits else 'refused'}: {verdict.reason()}"
     if cfg.servers:
         from experiments.capacity.servers import judge_servers, stand_in_machines
         verdict = judge_servers(cfg, stand_in_machines(cfg, cal))

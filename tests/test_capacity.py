@@ -347,3 +347,24 @@ def test_a_fattree_not_run_here_is_priced_for_its_size_and_by_faster_runs():
     slow = dataclasses.replace(cal, observations=(
         capacity.Observation(8, "one_to_one", 0.5, 3.0, 3.9).as_dict(),))
     assert capacity.judge(SweepConfig(k=8, link=LinkParams(bw_mbps=1)), slow).cost == pytest.approx(1.15 * 1.35, rel=0.01)
+
+
+@pytest.mark.parametrize("name,argv", [("oversub", ["--k", "8", "--sweeps", "load", "--loads", "0.25,1"]),
+                                       ("dhft", ["--seeds", "0,1", "--sweeps", "load"]),
+                                       ("topologies", [])])
+def test_the_plans_verdict_on_racks_is_the_guards(tmp_path, monkeypatch, name, argv):
+    """--plan judges an experiment of racks as its run will, from the cache
+    alone (never calibrating)."""
+    from base import catalogue
+    from experiments.overseeds import experiment_for
+    from harness import cli, listing
+    monkeypatch.setattr(capacity.cache, "CACHE_DIR", tmp_path)
+    capacity.save(calibration(cost=1.38))
+    cfg, _ = cli.COMMANDS[name].config_from(argv + ["--force"])
+    said = []
+    exp = experiment_for(catalogue.row(name).load("run"), cfg, say=said.append)
+    exp.admit()
+    guard_lines = [line for line in said if line.startswith("capacity: ")]     # one per seed
+    line = listing.capacity_line(catalogue.row(name), cfg)
+    verdict = line.split(": ", 2)[2]          # the costliest seed's
+    assert any(g.startswith(f"capacity: {verdict}") for g in guard_lines), (line, guard_lines)

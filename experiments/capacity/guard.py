@@ -45,12 +45,16 @@ def rack_demand_per_mbps(topo, matrix, models: dict) -> float:
     return sum(r * topo.path_links(f.src, f.dst) for r, f in zip(rates, matrix.flows)) / 1000.0
 
 
-def admit_matrices(cfg, loads, say=print) -> Verdict:
-    """The guard for runs given as (topology, traffic matrix) pairs on
-    `cfg`'s links and fabric (any config with link, fabric and force)."""
+def matrices_judge(cfg, loads):
+    """`judge(calibration) -> Verdict` for runs given as (topology, traffic
+    matrix) pairs on `cfg`'s links and fabric (any config with link and fabric)."""
     models: dict = {}
     per_mbps = [rack_demand_per_mbps(topo, matrix, models) for topo, matrix in loads]
     hosts = max(len(topo.hosts()) for topo, _ in loads)
-    return admit(cfg.fabric, cfg.force, lambda cal: judge_demands(
-        cfg.fabric, cfg.link.bw_mbps, per_mbps, cal, RACK_BUDGET_PCT,
-        "; for racks an upper bound, hence the higher budget", hosts), say)[0]
+    return lambda cal: judge_demands(cfg.fabric, cfg.link.bw_mbps, per_mbps, cal, RACK_BUDGET_PCT,
+                                     "; for racks an upper bound, hence the higher budget", hosts)
+
+
+def admit_matrices(cfg, loads, say=print) -> Verdict:
+    """The guard for such runs (a config with force too)."""
+    return admit(cfg.fabric, cfg.force, matrices_judge(cfg, loads), say)[0]
