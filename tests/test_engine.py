@@ -14,7 +14,7 @@ from base.links import LinkParams
 from base.procs import run
 from dctopo.base import DCTopo, dpid
 from emulator.fabrics.model import ENGINE, ModelFabric
-from tests.conftest import ROOT, needs_root
+from tests.conftest import ROOT, needs_root, nothing_left_behind, set_guard_calibration
 from tests.leftovers import Snapshot
 
 
@@ -136,3 +136,67 @@ def test_a_dead_engine_is_reported_and_leaves_nothing():
     finally:
         fabric.stop()
     assert Snapshot.take().new_since(before) == {}
+
+
+SCRIPT = str(ROOT / "run_mptcp.sh")
+
+
+def engine_pid(harness_pid: int) -> int | None:
+    """The fabric engine among the harness's descendants (by parent links)."""
+    children: dict[int, list[int]] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(pid))
+    todo = [harness_pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            if os.readlink(f"/proc/{pid}/exe") == str(ENGINE):
+                return pid
+        except OSError:
+            pass
+        todo += children.get(pid, [])
+    return None
+
+
+@needs_root
+@pytest.mark.parametrize("what", ["SIGINT", "SIGTERM", "SIGKILL", "engine SIGKILL"])
+def test_a_sweep_stopped_or_its_engine_killed_keeps_finished_runs_and_leaves_nothing(tmp_path, what, monkeypatch):
+    """Mid-way through the second run: the harness interrupted, terminated or
+    killed, or the engine killed (the socket driver then ends the run within
+    a second, in one line). Whichever, the first run stays as it was and
+    nothing of the network is left."""
+    set_guard_calibration(monkeypatch, tmp_path / "cache", 1.38, "tests/test_engine.py", fabric="model")
+    results = tmp_path / "results"
+    first = results / "ft4" / "one_to_one" / "flows1" / "run.json"
+    with nothing_left_behind():
+        proc = subprocess.Popen([SCRIPT, "4", "--fabric", "model", "--subflows", "1,2", "--time", "8",
+                                 "--warmup", "3", "--driver", "socket", "--results", str(results), "--no-plots"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while not first.exists() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+            assert first.exists(), f"the first run never finished: {proc.poll() is not None and proc.communicate()}"
+            kept = first.read_bytes()
+            time.sleep(3)                                   # inside the second run's traffic
+            if what == "engine SIGKILL":
+                pid = engine_pid(proc.pid)
+                assert pid is not None, "no engine among the harness's processes"
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.killpg(proc.pid, getattr(signal, what))
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    assert first.read_bytes() == kept
+    if what == "engine SIGKILL":
+        assert proc.returncode == 1, err
+        assert len([line for line in err.splitlines() if "fabric engine exited" in line]) == 1, err
+    else:
+        assert proc.returncode != 0, err

@@ -115,6 +115,10 @@ class Fabric:
     def health_flags(self) -> list[str]:
         return list(self.health_problems())
 
+    def check_alive(self) -> None:
+        """Raises TrafficError where a part every packet needs has died (the
+        model fabric's engine); the socket driver asks each second."""
+
     def prepare_run(self, say=print) -> None:
         """Called before every run: repair what a run can be repaired from
         (the openflow fabric restarts a dead or hung controller)."""

@@ -115,6 +115,15 @@ class ModelFabric(L3Fabric):
             problems["engine_failed"] = f"the fabric engine exited ({self.engine_error() or 'no message'})"
         return problems
 
+    def check_alive(self) -> None:
+        from emulator.traffic.common import TrafficError    # here: traffic imports the fabrics
+        if self.engine is not None and self.engine.poll() is not None:
+            raise TrafficError(f"the fabric engine exited mid-run ({self.engine_error() or 'no message'}); "
+                               "the runs before this one are kept")
+
+    def prepare_run(self, say=print) -> None:
+        self.check_alive()
+
     def set_rate(self, node: str, port: int, bw_mbps: float) -> None:
         answer = self.control(f"rate {node} {self._position(node, port)} {round(bw_mbps * 1e6)}")
         if answer.strip() != "ok":

@@ -162,7 +162,9 @@ class SocketDriver(TrafficDriver):
 
     def check_network(self) -> None:
         """Raises if the network the flows run on is gone (emulator/spread.py:
-        a server lost); polled every second of the traffic."""
+        a server lost; the model fabric's engine dead); polled every second
+        of the traffic."""
+        self.fabric.check_alive()
 
     def _hear_watching(self, child: JsonLinesChild, deadline: float) -> dict | None:
         """The child's next line by `deadline`, checking the network each second."""
