@@ -9,7 +9,8 @@
  * is due (epoll_pwait2; the timer's slack --slack-us, 1 ns by default; with
  * --spin-us it polls instead of sleeping when the next event is that close).
  * Deliveries are written on this thread, or with --writers N on N threads of
- * their own (writers.h says why). "ready" on
+ * their own (writers.h says why). --noise-us X makes every delivery up to X
+ * us later, in order (a test of how much lateness the results bear). "ready" on
  * stdout once every TAP exists and the control socket listens. The control
  * socket (mode 0600) takes one command a line and answers one line:
  *   counters                 JSON: every port's counters, lateness, taps, CPU
@@ -326,17 +327,18 @@ int main(int argc, char **argv)
 {
     static struct engine e;
     int argi = 1;
-    unsigned long long writers = 0, slack_us = 0, spin_us = 0;
+    unsigned long long writers = 0, slack_us = 0, spin_us = 0, noise_us = 0;
     for (; argi + 1 < argc && !strncmp(argv[argi], "--", 2); argi += 2) {
         unsigned long long *v = !strcmp(argv[argi], "--writers") ? &writers
                               : !strcmp(argv[argi], "--slack-us") ? &slack_us
-                              : !strcmp(argv[argi], "--spin-us") ? &spin_us : NULL;
+                              : !strcmp(argv[argi], "--spin-us") ? &spin_us
+                              : !strcmp(argv[argi], "--noise-us") ? &noise_us : NULL;
         char *end;
         if (!v || (*v = strtoull(argv[argi + 1], &end, 10), *end) || writers > MAX_WRITERS)
             argi = argc;
     }
     if (argc - argi != 3) {
-        fprintf(stderr, "usage: fabric-engine [--writers 0..%d] [--slack-us N] [--spin-us N] "
+        fprintf(stderr, "usage: fabric-engine [--writers 0..%d] [--slack-us N] [--spin-us N] [--noise-us N] "
                 "SPEC CONTROL_SOCKET STATS_FILE\n", MAX_WRITERS);
         return 2;
     }
@@ -349,6 +351,7 @@ int main(int argc, char **argv)
         return 2;
     }
     e.m.deliver = deliver;
+    e.m.noise_ns = noise_us * 1000;
     e.m.deliver_ctx = &e;
     e.frames = malloc((size_t)e.m.npkts * FRAME_MAX);
     e.tap_fd = malloc(e.m.nports * sizeof *e.tap_fd);

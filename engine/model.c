@@ -335,6 +335,16 @@ static void arrive(struct model *m, int32_t at, uint32_t pkt, ns_t t)
 {
     struct pkt *p = &m->pkts[pkt];
     if (m->nodes[m->ports[at].node].is_host) {
+        if (m->noise_ns && !p->noised) {      /* late by up to noise_ns, in order */
+            struct port *hp = &m->ports[at];
+            ns_t late = t + rng_next(m) % (m->noise_ns + 1);
+            if (late < hp->last_noised)
+                late = hp->last_noised;
+            hp->last_noised = late;
+            p->noised = 1;
+            heap_push(m, late, EV_ARRIVE, (uint32_t)m->ports[at].peer, pkt);
+            return;
+        }
         if ((uint32_t)at == m->dest_port[p->dst]) {
             m->s.delivered++;
             m->deliver(m->deliver_ctx, m, at, pkt, t);

@@ -23,7 +23,7 @@ enum ack_mode {
 struct pkt {                             /* one frame in the model */
     uint32_t saddr, daddr;               /* host order */
     uint16_t sport, dport;
-    uint8_t proto, ack;
+    uint8_t proto, ack, noised;
     uint16_t len;                        /* Ethernet frame bytes, as HTB counts them */
     int32_t dst;                         /* destination host port (global index) */
     uint32_t next_free;
@@ -49,6 +49,7 @@ struct port {                            /* the egress of one end of a link */
     uint32_t limit_pkts;                 /* packets waiting, besides the one being sent */
     uint64_t limit_bytes;                /* 0: no byte limit */
     ns_t last_arrival;                   /* jitter never reorders */
+    ns_t last_noised;                    /* a host port's: delivery noise never reorders */
     struct queue q[2];                   /* [0] data (and ACKs), [1] the ACK lane */
 };
 
@@ -88,6 +89,7 @@ struct model {
     uint32_t heap_len, heap_cap;
     uint64_t seq, rng;
     enum ack_mode ack_mode;
+    ns_t noise_ns;                        /* deliveries late by up to this (a trust test) */
     deliver_fn deliver;
     void *deliver_ctx;
     struct model_stats s;

@@ -279,6 +279,32 @@ static void test_pool(void)
     model_free_all(&m);
 }
 
+/* Delivery noise: each frame up to the noise later than without, and in order. */
+static void test_noise(void)
+{
+    ns_t plain[50];
+    for (int noisy = 0; noisy < 2; noisy++) {
+        struct model m;
+        star(&m, 2, 1000000000, 1000000000, 0, 100);
+        m.noise_ns = noisy ? 500 * US : 0;
+        for (int i = 0; i < 50; i++) {
+            model_advance(&m, (ns_t)i * 20 * US);
+            send(&m, 0, 1, 1500, (uint16_t)i, (ns_t)i * 20 * US);
+        }
+        model_advance(&m, 100 * MS);
+        CHECK(ngot == 50, "noise %d: delivered %d", noisy, ngot);
+        for (int i = 0; i < ngot && i < 50; i++) {
+            if (!noisy)
+                plain[i] = got[i].t;
+            else
+                CHECK(got[i].sport == i && got[i].t >= plain[i] && got[i].t <= plain[i] + 500 * US,
+                      "noisy delivery %d: sport %u at %lu, plain %lu", i, got[i].sport,
+                      (unsigned long)got[i].t, (unsigned long)plain[i]);
+        }
+        model_free_all(&m);
+    }
+}
+
 static void test_parse(void)
 {
     uint8_t f[80] = { 0 };
@@ -306,6 +332,7 @@ int main(void)
     test_ack_modes();
     test_loss();
     test_pool();
+    test_noise();
     test_parse();
     if (failures) {
         fprintf(stderr, "test_model: %d failed\n", failures);
