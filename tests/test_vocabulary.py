@@ -26,6 +26,9 @@ VOCABULARY = {
     "--offload": ("TSO/GSO left on", "TSO"),
     "--queue-bytes": ("queues bounded in bytes", "bytes"),
     "--ack-lane": ("a queue for pure ACKs", "ACK"),
+    # --acks lane is --ack-lane on the model fabric: one of the two should go
+    "--acks": ("how pure ACKs cross the model fabric's switches", "ACKs"),
+    "--host-nic": ("who shapes a host's egress on the model fabric", "egress"),
     "--delay": ("one-way link delay", "delay"),
     "--time": ("seconds counted", "seconds"),
     "--warmup": ("seconds before counting", "before"),
