@@ -96,14 +96,61 @@ def catalogue_markdown() -> list[str]:
     return lines
 
 
+OPTIONS_HEAD = ["| option | meaning (default) |", "| --- | --- |"]
+
+
+def options_markdown(row: catalogue.Row) -> list[str]:
+    """A page's table of an experiment's own options, from its parser (what
+    every parser shares left out)."""
+    from harness.shared_options import add_results_options, subcommand_parser
+    shared = subcommand_parser("x", "")
+    add_results_options(shared)
+    common = {o for a in shared._actions for o in a.option_strings}
+    lines = list(OPTIONS_HEAD)
+    for a in row_command(row)[0]()._actions:
+        if a.option_strings and a.option_strings[0] not in common and a.help != argparse.SUPPRESS:
+            metavar = "" if a.nargs == 0 else f" {a.metavar or a.dest.split('.')[-1].upper()}"
+            lines.append(f"| `{a.option_strings[0]}{metavar}` | {' '.join(a.help.split())} |"
+                         .replace("%%", "%"))
+    return lines
+
+
+def page_options(text: str) -> tuple[int, int] | None:
+    """(start, end) line numbers of a page's options table, None without one."""
+    lines = text.splitlines()
+    if OPTIONS_HEAD[0] not in lines:
+        return None
+    start = lines.index(OPTIONS_HEAD[0])
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return start, end
+
+
+def write_option_tables(pages) -> None:
+    """Each docs/experiments/NAME.md's options table made again from its parser."""
+    for row in catalogue.ROWS.values():
+        page = pages / f"{row.name}.md"
+        text = page.read_text()
+        where = page_options(text)
+        if where:
+            lines = text.splitlines()
+            page.write_text("\n".join(lines[:where[0]] + options_markdown(row) + lines[where[1]:]) + "\n")
+
+
 def main(argv: list[str]) -> int:
     p = OneLineParser(prog=f"{PROG} list", description="Every experiment, its figure, and its "
                       "runs and estimated time at the defaults on this machine.")
     p.add_argument("--markdown", action="store_true",
                    help="the table README.md carries (no runs or times: those are this machine's)")
+    p.add_argument("--option-tables", metavar="DIR", default=None,
+                   help="rewrite each DIR/NAME.md's options table from its parser (docs/experiments)")
     p.add_argument("--validate-only", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.markdown:
+    if args.option_tables:
+        from pathlib import Path
+        write_option_tables(Path(args.option_tables))
+    elif args.markdown:
         print("\n".join(catalogue_markdown()))
     elif not args.validate_only:
         print("\n".join(table()))

@@ -123,3 +123,16 @@ def test_the_readme_table_is_the_catalogue():
     table = text[start:text.index("<!-- end of catalogue -->")].splitlines()[1:]
     from harness import listing
     assert table == listing.catalogue_markdown(), "README's table: ./run_mptcp.sh list --markdown"
+
+
+@pytest.mark.parametrize("name", [n for n in catalogue.ROWS])
+def test_a_pages_options_table_is_its_parsers(name):
+    from harness import listing
+    text = (ROOT / "docs" / "experiments" / f"{name}.md").read_text()
+    where = listing.page_options(text)
+    if where is None:           # the FatTree sweep's page explains its options at length
+        assert name == "fattree"
+        return
+    table = text.splitlines()[where[0]:where[1]]
+    assert table == listing.options_markdown(catalogue.row(name)), \
+        "./run_mptcp.sh list --option-tables docs/experiments makes it again"

@@ -35,7 +35,7 @@ class ShortflowsConfig(OversubscribedSettings, KernelSchemes):
     scheme on the 4:1 oversubscribed FatTree."""
     HIDDEN_OPTIONS = ("cc",)            # the long flows' cc is each scheme's
     DEFAULT_SCHEMES = SHORTFLOWS_SCHEMES
-    schemes: tuple[str, ...] = cc_schemes(SHORTFLOWS_SCHEMES, of="the long flows': ",
+    schemes: tuple[str, ...] = cc_schemes(SHORTFLOWS_SCHEMES, of="the long flows' ",
                                           default_text="all that this kernel can run")
     subflows: int = mptcp_subflows(4, "subflows of a multipath long flow")   # oversub's
     long_share: float = option(1 / 3, flag="--long-share", metavar="SHARE", default_text="a third",
