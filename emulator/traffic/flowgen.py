@@ -14,7 +14,7 @@ chosen by the harness, for all flows at once.
 
 Protocol (one JSON object per line):
 
-  receive   stdin  {"mptcp": bool, "flows": [{"index", "ns_pid", "ip", "port"}]}
+  receive   stdin  {"mptcp": bool, "rcvlowat": bytes, "flows": [{"index", "ns_pid", "ip", "port"}]}
             stdout {"listening": n}
             stdin  {"t0_in": s, "seconds": s}   data starts t0_in after this line
                                                 arrives (t0) and stops `seconds` later
@@ -215,6 +215,11 @@ def receive() -> None:
             elif kind == "listener":
                 conn, _ = key.fileobj.accept()
                 conn.setblocking(False)
+                if spec.get("rcvlowat"):
+                    try:
+                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, spec["rcvlowat"])
+                    except OSError:
+                        pass        # a kernel whose MPTCP refuses it: woken per segment, as before
                 inbound.conn = conn
                 # Unregistered but kept open (inbound.listener holds it): the
                 # connection's MP_JOIN SYNs arrive at the listener.

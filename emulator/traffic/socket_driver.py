@@ -82,6 +82,9 @@ class JsonLinesChild:
         return lines[-1] if lines else "no output"
 
 
+RCVLOWAT_S = 0.01
+
+
 class SocketDriver(TrafficDriver):
     name = "socket"
     released_at: float | None = None    # time.monotonic() of the last run's release
@@ -92,6 +95,13 @@ class SocketDriver(TrafficDriver):
         # For measuring whether the synchronised start matters
         # (bench/startup.py --spread); runs use 0.
         self.release_spread_s = 0.0
+
+    def rcvlowat(self) -> int:
+        """A receiver's SO_RCVLOWAT: what a link carries in RCVLOWAT_S, so
+        that the receiving process wakes once per that much, not per segment
+        or two (each wake-up is a cross-core interrupt here); the goodput is
+        counted per second, so at most that much of a second moves to the next."""
+        return max(1, int(self.fabric.link.bw_mbps * 1e6 / 8 * RCVLOWAT_S))
 
     def run(self, flows: list[FlowEndpoints], mptcp: bool, time_s: float,
             logdir: Path, on_started=None, warmup_s: float = 0.0,
@@ -107,7 +117,7 @@ class SocketDriver(TrafficDriver):
         try:
             receivers = self.children("receive", flows, lambda f: f.dst, logdir)
             for child, part in receivers:
-                child.tell({"mptcp": mptcp, "flows": [
+                child.tell({"mptcp": mptcp, "rcvlowat": self.rcvlowat(), "flows": [
                     {"index": f.index, "ns_pid": self.fabric.pid(f.dst), "port": f.server_port,
                      "ip": f.dst_ip if bind_servers else "0.0.0.0"} for f in part]})
             for child, _ in receivers:
