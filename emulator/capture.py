@@ -75,6 +75,7 @@ class Capture:
 
     def __exit__(self, *exc) -> None:
         capped = {i for i, p in self.started.items() if p.poll() is not None}
+        cpu = {i: _cpu_s(p.pid) for i, p in self.started.items()}
         self.procs.stop_all()       # SIGTERM: tcpdump writes what it holds and exits
         for intf, proc in self.started.items():
             tail = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -83,7 +84,7 @@ class Capture:
             self.summary[intf] = {
                 "host": self.host_of[intf], "file": f"pcap/{intf}.pcap",
                 "bytes": path.stat().st_size if path.exists() else 0,
-                "packets": _captured(tail), "capped": intf in capped,
+                "packets": _captured(tail), "capped": intf in capped, "cpu_s": cpu[intf],
                 "cap_packets": CAP_PACKETS, "snap_bytes": SNAP_BYTES}
 
     def capped(self) -> dict[str, str]:
@@ -97,6 +98,16 @@ def interfaces(topo, host: str) -> list[str]:
     """The host's interfaces, one per link, by the topology's names."""
     return sorted(intf_name(node, info[port]) for a, b, info in topo.links(withInfo=True)
                   for node, port in ((a, "port1"), (b, "port2")) if node == host)
+
+
+def _cpu_s(pid: int) -> float | None:
+    """The CPU time a tcpdump has used so far (user and system), or None
+    once it has exited (capped)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return round((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"), 2)
 
 
 def _captured(stderr: str) -> int | None:

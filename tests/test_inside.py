@@ -228,6 +228,7 @@ def test_pcap_captures_mptcp_options_and_flags_the_run(registry, tmp_path):
     for intf, capture in record["capture"].items():
         pcap = run_json.parent / "pcap" / f"{intf}.pcap"
         assert pcap.stat().st_size == capture["bytes"] > 0 and not capture["capped"]
+        assert isinstance(capture["cpu_s"], float)
         assert int.from_bytes(pcap.read_bytes()[16:20], "little") >= 134     # the snap length
     text = subprocess.run(["tcpdump", "-r", str(run_json.parent / "pcap" / "h0_0_0-eth0.pcap"), "-n", "-v"],
                           capture_output=True, text=True, timeout=60).stdout
@@ -242,3 +243,24 @@ def test_pcap_of_a_host_the_topology_lacks_is_refused_before_building(registry, 
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no host h9" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "built" not in done.stdout
+
+
+@needs_root
+def test_a_capture_that_reaches_its_cap_stops_and_the_run_says_so(registry, tmp_path, monkeypatch):
+    from base.links import LinkParams
+    from dctopo.clos import FatTree
+    from emulator import capture
+    from emulator.network import Network
+    from experiments.inside import Inside
+    monkeypatch.setattr(capture, "CAP_PACKETS", 6)
+    said = []
+    with nothing_left_behind():
+        with Network(FatTree(k=4), LinkParams(bw_mbps=10), "reno") as net:
+            inside = Inside(pcap=("h0_0_0",), say=said.append)
+            with inside.run(net, tmp_path) as looked:
+                done = exec_in("h0_0_0", "ping", "-c", "10", "-i", "0.2", "h0_0_1")
+                assert done.returncode == 0, done
+    summary = looked.record["capture"]["h0_0_0-eth0"]
+    assert summary["capped"] and summary["packets"] == 6, summary
+    assert looked.flags == ["packet_capture"]
+    assert any("capture of h0_0_0-eth0 stopped at its cap" in line for line in said), said
