@@ -394,6 +394,12 @@ static void enqueue(struct model *m, int32_t port, uint32_t pkt, ns_t now)
     int full = lane ? waiting >= LANE_LIMIT_PKTS
              : pt->limit_bytes ? waiting_bytes + p->len > pt->limit_bytes
              : waiting >= pt->limit_pkts;
+    if (!full && !lane && m->random_drop && !m->nodes[pt->node].is_host) {
+        int near = pt->limit_bytes
+            ? waiting_bytes + p->len + RANDOM_DROP_PKTS * 1500ull > pt->limit_bytes
+            : waiting + RANDOM_DROP_PKTS >= pt->limit_pkts;
+        full = near && rng_next(m) % 1000 < RANDOM_DROP_PER_MILLE;
+    }
     if (full || q->count == q->cap) {
         q->c.dropped++;
         q->c.dropped_bytes += p->len;

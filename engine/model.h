@@ -18,6 +18,8 @@ enum ack_mode {
     ACK_LANE = 1,   /* a FIFO of their own per port at the link rate (l3's --ack-lane) */
     ACK_SIM = 2,    /* no queue, no serialisation, only the links' delay: the paper's simulator */
 };
+#define RANDOM_DROP_PKTS 3     /* htsim's RandomQueue: RANDOM_BUFFER, drop probability 0.1 */
+#define RANDOM_DROP_PER_MILLE 100
 #define ACK_MAX_IP_LEN 128   /* a pure ACK: IPv4 total length below this (as l3's filter) */
 
 struct pkt {                             /* one frame in the model */
@@ -90,6 +92,7 @@ struct model {
     uint64_t seq, rng;
     enum ack_mode ack_mode;
     ns_t noise_ns;                        /* deliveries late by up to this (a trust test) */
+    int random_drop;                      /* the simulator's: 1 in 10 dropped in a switch queue's last 3 packets */
     deliver_fn deliver;
     void *deliver_ctx;
     struct model_stats s;

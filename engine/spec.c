@@ -1,6 +1,6 @@
 /* Reading the spec (spec.h). Its lines, in this order:
  *   fabric-engine-spec 1
- *   model NNODES NPORTS POOL SEED ACK(data|lane|sim)
+ *   model NNODES NPORTS POOL SEED ACK(data|lane|sim) [RANDOM_DROP(0|1)]
  *   node IDX host|switch NAME NSPID HASHSEED FIRSTPORT NPORTS
  *   port IDX PEER RATE_BPS DELAY_NS JITTER_NS LOSS_PPM LIMIT_PKTS LIMIT_BYTES IFNAME MAC
  *   dest A.B.C.D PORT                 (a host port's address)
@@ -57,12 +57,15 @@ static int line_ok(struct model *m, struct spec *s, char *line, int *finished)
     if (!strcmp(word, "model")) {
         unsigned nn, np, pool;
         unsigned long long seed;
-        if (sscanf(line, "model %u %u %u %llu %63s", &nn, &np, &pool, &seed, a) != 5 || !nn || !np || !pool)
+        int random_drop = 0;
+        if (sscanf(line, "model %u %u %u %llu %63s %d", &nn, &np, &pool, &seed, a, &random_drop) < 5
+            || !nn || !np || !pool)
             return -1;
         if (model_init(m, nn, np, pool, seed))
             return -1;
         s->nodes = calloc(nn, sizeof *s->nodes);
         s->ports = calloc(np, sizeof *s->ports);
+        m->random_drop = random_drop;
         return s->nodes && s->ports ? parse_ack(a, &m->ack_mode) : -1;
     }
     if (!m->nodes)

@@ -305,6 +305,30 @@ static void test_noise(void)
     }
 }
 
+/* The simulator's random drop: some arrivals in a queue's last 3 packets, none before. */
+static void test_random_drop(void)
+{
+    struct model m;
+    star(&m, 2, 1000000000, 1000000, 0, 10);
+    m.random_drop = 1;
+    uint64_t early = 0;
+    for (int i = 0; i < 10000; i++) {
+        ns_t t = (ns_t)i * 100 * US;
+        model_advance(&m, t);
+        const struct queue *q = &m.ports[3].q[0];
+        uint64_t before = q->c.dropped;
+        int waiting = (int)q->count - q->busy;
+        send(&m, 0, 1, 1500, (uint16_t)i, t);
+        model_advance(&m, t + model_tx_time(1000000000, 1500));
+        if (q->c.dropped > before && waiting < 10 - RANDOM_DROP_PKTS && waiting >= 0)
+            early++;
+    }
+    CHECK(early == 0, "%lu random drops before the last 3 packets", (unsigned long)early);
+    CHECK(m.ports[3].q[0].c.dropped > 0, "no drops at all");
+    balance(&m, "random drop");
+    model_free_all(&m);
+}
+
 static void test_parse(void)
 {
     uint8_t f[80] = { 0 };
@@ -333,6 +357,7 @@ int main(void)
     test_loss();
     test_pool();
     test_noise();
+    test_random_drop();
     test_parse();
     if (failures) {
         fprintf(stderr, "test_model: %d failed\n", failures);

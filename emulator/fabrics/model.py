@@ -54,16 +54,19 @@ class EngineError(RuntimeError):
 class ModelFabric(L3Fabric):
     name = "model"
 
-    def __init__(self, *args, host_nic: str = "htb", acks: str | None = None, **kwargs):
+    def __init__(self, *args, host_nic: str = "htb", acks: str | None = None, random_drop: bool = False,
+                 **kwargs):
         """`host_nic`: who shapes a host's egress (module docstring); `acks`:
         how pure ACKs cross the switches, "data" (in the data queues), "lane"
         (a FIFO of their own, as --ack-lane) or "sim" (no queue: the paper's
-        simulator); None: "lane" with --ack-lane, else "data"."""
+        simulator); None: "lane" with --ack-lane, else "data". `random_drop`:
+        the simulator's drop of 1 in 10 arrivals at a switch queue's last 3 packets."""
         super().__init__(*args, **kwargs)
         if host_nic not in HOST_NICS or (acks is not None and acks not in ACK_MODES):
             raise ValueError(f"host_nic {host_nic!r} or acks {acks!r}")
         self.host_nic = host_nic
         self.acks = acks or ("lane" if self.link.ack_lane else "data")
+        self.random_drop = random_drop
         # How the engine waits and writes (engine/engine.c's options), chosen
         # by measurement (docs/fabrics.md, "The model fabric"); a bench may set them.
         self.engine_options = dict(ENGINE_OPTIONS)
@@ -200,7 +203,7 @@ class ModelFabric(L3Fabric):
                                   + " ".join(str(self._position(node, i.port)) for i in intfs))
         pool = min(POOL_MAX, max(POOL_MIN, pool))
         return ["fabric-engine-spec 1",
-                f"model {len(self._node_order)} {len(pos)} {pool} {self.seed} {self.acks}",
+                f"model {len(self._node_order)} {len(pos)} {pool} {self.seed} {self.acks} {int(self.random_drop)}",
                 *nodes, *ports, *dests, *routes, "end"]
 
     def _start_engine(self) -> None:
@@ -265,7 +268,8 @@ class ModelFabric(L3Fabric):
         delivered = after["model"]["delivered"] - b["model"]["delivered"]
         core = (cpu["user_s"] + cpu["system_s"]) / wall if wall > 0 else 0.0
         summary = {
-            "host_nic": self.host_nic, "acks": self.acks, "engine_options": self.engine_options,
+            "host_nic": self.host_nic, "acks": self.acks, "random_drop": self.random_drop,
+            "engine_options": self.engine_options,
             "delivered": delivered,
             "switch_drops": total(after, "dropped", False) - total(b, "dropped", False),
             "host_nic_drops": total(after, "dropped", True) - total(b, "dropped", True),

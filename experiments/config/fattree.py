@@ -56,6 +56,7 @@ class RunConfig:
     wmem_max: int | None = None        # bytes: the hosts' net.ipv4.tcp_wmem maximum (None: the kernel's)
     host_nic: str = "htb"              # --fabric model: who shapes a host's egress
     acks: str | None = None            # --fabric model: how pure ACKs cross the switches (None: data or lane)
+    random_drop: bool = False          # --fabric model: the simulator's random drop near a full queue
 
     @property
     def topology(self) -> str:
@@ -102,7 +103,8 @@ class RunConfig:
     def fabric_options(self) -> dict:
         """Keyword arguments of the fabric's class that this run sets."""
         if self.fabric == "model":
-            return {"host_nic": self.host_nic, "acks": self.acks or ("lane" if self.link.ack_lane else "data")}
+            return {"host_nic": self.host_nic, "acks": self.acks or ("lane" if self.link.ack_lane else "data"),
+                    "random_drop": self.random_drop}
         if self.schedule_interval_s is not None:
             return {"schedule_interval_s": self.schedule_interval_s}
         return {}
@@ -178,6 +180,9 @@ class SweepConfig(LongFlowSettings):
                                    "the data queues), lane (a queue of their own, as --ack-lane) or "
                                    "sim (through no queue, after the links' delay only: the paper's "
                                    "simulator)")
+    random_drop: bool = option(False, flag="--random-drop", help="with --fabric model, drop 1 in 10 "
+                               "arrivals at a switch queue's last 3 packets, as the paper's simulator's "
+                               "switch queues do (htsim's RandomQueue)")
     seeds: tuple[int, ...] = again(SeedsSettings, "seeds", (), help=(
         "run the sweep once per seed, e.g. 0,1,2 (each its matrix and hash, a network each); "
         "the figure's bar is their mean, each seed marked"))
@@ -271,8 +276,8 @@ class SweepConfig(LongFlowSettings):
             raise ConfigError(f"--schedule-interval with --fabric {self.fabric}: first fit "
                               "re-points the controller's per-flow entries, which only "
                               "--fabric openflow-reactive installs")
-        if self.fabric != "model" and (self.host_nic != "htb" or self.acks is not None):
-            raise ConfigError(f"--host-nic and --acks with --fabric {self.fabric}: they choose how "
+        if self.fabric != "model" and (self.host_nic != "htb" or self.acks is not None or self.random_drop):
+            raise ConfigError(f"--host-nic, --acks and --random-drop with --fabric {self.fabric}: they choose how "
                               "--fabric model models the hosts' queues and the ACKs")
         if self.acks is not None and self.link.ack_lane and self.acks != "lane":
             raise ConfigError(f"--ack-lane with --acks {self.acks}: give one of them")
@@ -315,7 +320,7 @@ class SweepConfig(LongFlowSettings):
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
                           schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
                           notsent_lowat=self.notsent_lowat, wmem_max=self.wmem_max,
-                          host_nic=self.host_nic, acks=self.acks)
+                          host_nic=self.host_nic, acks=self.acks, random_drop=self.random_drop)
                 for s in self.seed_list for w in self.workloads for n in self.subflows]
 
     def points(self) -> list[RunConfig]:
