@@ -200,6 +200,19 @@ def test_cli_prompt_words_ctrl_c_and_exit(registry, tmp_path):
 
 
 @needs_root
+def test_cli_ctrl_d_at_the_prompt_tears_down(registry, tmp_path):
+    with nothing_left_behind():
+        term = Terminal([SCRIPT, "4", "--cli", "after", *SHORT_RUN, "--results", str(tmp_path / "r")])
+        try:
+            term.expect(r"mininet> ", 180)
+            term.send("\x04")
+            assert term.proc.wait(timeout=60) == 0
+        finally:
+            term.close()
+        assert not registry.exists() or not list(registry.glob("*.json"))
+
+
+@needs_root
 def test_cli_sigterm_tears_down(registry, tmp_path):
     with nothing_left_behind():
         term = Terminal([SCRIPT, "4", "--cli", *SHORT_RUN, "--results", str(tmp_path / "r")])
