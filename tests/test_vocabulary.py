@@ -29,6 +29,7 @@ VOCABULARY = {
     # --acks lane is --ack-lane on the model fabric: one of the two should go
     "--acks": ("how pure ACKs cross the model fabric's switches", "ACKs"),
     "--host-nic": ("who shapes a host's egress on the model fabric", "egress"),
+    "--random-drop": ("the simulator's random drops in the model fabric's queues", "drop"),
     "--delay": ("one-way link delay", "delay"),
     "--time": ("seconds counted", "seconds"),
     "--warmup": ("seconds before counting", "before"),
