@@ -115,7 +115,8 @@ def split_subcommand(argv: list[str]) -> tuple[str | None, list[str]]:
 def usage() -> str:
     """The one line `run_mptcp.sh` alone prints."""
     return (f"usage: {PROG} K [WORKLOAD] [options] (the FatTree sweep, e.g. 4) | {PROG} NAME "
-            f"[options|--plan|--help], NAME one of {', '.join(SUBCOMMANDS)} | {PROG} list")
+            f"[options|--plan|--help], NAME one of {', '.join(SUBCOMMANDS)} | {PROG} list | "
+            f"{PROG} exec NODE -- CMD")
 
 
 def _notes(cfg, args) -> list[str]:
