@@ -3,7 +3,7 @@
 
     sudo .venv/bin/python bench/engine_cost.py [--k 8] [--rates 2,4,10]
         [--fabrics model,l3] [--repeats 1] [--subflows 1] [--time 20] [--warmup 5]
-        [--host-nic htb] [--acks data] [--driver iperf3] [--profile engine|all]
+        [--host-nic htb] [--sim-acks] [--driver iperf3] [--profile engine|all]
         [--results DIR]
 
 For each rate, each fabric in turn (A B A B with --repeats 2), one sweep of
@@ -81,10 +81,10 @@ def top_symbols(data: Path, lines: int = 25) -> str:
 def one_sweep(fabric: str, bw: float, args, folder: Path, profile_to: Path | None) -> list[dict]:
     model = fabric == "model"
     cfg = SweepConfig(k=args.k, workloads=("one_to_one",), subflows=args.subflows, time_s=args.time,
-                      warmup_s=args.warmup, link=LinkParams(bw_mbps=bw, queue_pkts=100), seed=args.seed,
+                      warmup_s=args.warmup, link=LinkParams(bw_mbps=bw, queue_pkts=100), seed=args.seed, cc=args.cc,
                       fabric=fabric, driver=args.driver, results=folder,
                       host_nic=args.host_nic if model else "htb",
-                      acks=args.acks if model else None)
+                      sim_acks=model and args.sim_acks)
     sweep = Sweep(cfg, say=lambda m: print(f"  [{fabric} {bw:g}] {m}", flush=True))
     if model:
         sweep.fabric.engine_options.update(args.engine)
@@ -137,8 +137,9 @@ def main() -> int:
     p.add_argument("--warmup", type=float, default=5.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--driver", default="iperf3")
+    p.add_argument("--cc", default="lia")
     p.add_argument("--host-nic", default="htb", choices=("htb", "model"))
-    p.add_argument("--acks", default=None, choices=("data", "lane", "sim"))
+    p.add_argument("--sim-acks", action="store_true", help="the model fabric's ACKs through no queue")
     p.add_argument("--profile", choices=("engine", "all"))
     p.add_argument("--engine", type=engine_options, default={},
                    help="the engine's options, e.g. writers=1,slack-us=20 (engine/engine.c)")
@@ -156,7 +157,7 @@ def main() -> int:
                 if prof is not None and prof.exists():
                     profiles[(fabric, bw)] = top_symbols(prof)
     print(f"\nFatTree({args.k}) one_to_one, {args.time:g} s after {args.warmup:g} s, driver {args.driver}, "
-          f"model: host NIC {args.host_nic}, ACKs {args.acks or 'data'}, engine {args.engine or 'defaults'}; "
+          f"model: host NIC {args.host_nic}, ACKs {'sim' if args.sim_acks else 'data'}, engine {args.engine or 'defaults'}; "
           "µs are CPU per frame delivered")
     print("| fabric | Mb/s | subflows | frames/s | machine µs | engine user µs | engine sys µs | "
           "engine core % | lateness p50/p99 µs | mean % | flags |")

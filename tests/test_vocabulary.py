@@ -26,8 +26,7 @@ VOCABULARY = {
     "--offload": ("TSO/GSO left on", "TSO"),
     "--queue-bytes": ("queues bounded in bytes", "bytes"),
     "--ack-lane": ("a queue for pure ACKs", "ACK"),
-    # --acks lane is --ack-lane on the model fabric: one of the two should go
-    "--acks": ("how pure ACKs cross the model fabric's switches", "ACKs"),
+    "--sim-acks": ("pure ACKs through no queue, as the paper's simulator", "simulator"),
     "--host-nic": ("who shapes a host's egress on the model fabric", "egress"),
     "--random-drop": ("the simulator's random drops in the model fabric's queues", "drop"),
     "--delay": ("one-way link delay", "delay"),

@@ -17,9 +17,8 @@ WORKLOADS = ("one_to_one", "one_to_several", "all_to_all")
 FABRICS = ("l3", "openflow", "openflow-reactive")
 # The modelled fabric (emulator/fabrics/model.py) runs the FatTree sweep only so far.
 SWEEP_FABRICS = (*FABRICS, "model")
-# With --fabric model: who shapes a host's egress, and how pure ACKs cross the switches.
+# With --fabric model: who shapes a host's egress.
 HOST_NICS = ("htb", "model")
-ACK_MODES = ("data", "lane", "sim")
 # Traffic drivers (emulator/traffic/drivers.py has the classes): iperf3 pairs, or our
 # own sender and receiver that open every connection before data flows.
 DRIVERS = ("iperf3", "socket")

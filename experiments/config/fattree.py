@@ -17,8 +17,8 @@ from dctopo.workloads import flow_count
 from experiments.config.common import (LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS, MAX_SUBFLOWS,
                                        RUN_MAX_S, RUN_S_AT_10MBPS, WORKLOADS, LongFlowSettings,
                                        SeedsSettings, check_seed_list, check_subflow_counts,
-                                       default_fabric, default_run_s, level_cap_s, ACK_MODES,
-                                       HOST_NICS, SWEEP_FABRICS)
+                                       default_fabric, default_run_s, level_cap_s, HOST_NICS,
+                                       SWEEP_FABRICS)
 
 # The controller's first fit: the paper's Fig. 13 runs it every 5 s down to
 # 100 ms. Half that is the shortest allowed: nothing shorter was tried here,
@@ -55,7 +55,7 @@ class RunConfig:
     notsent_lowat: int | None = None   # bytes: the hosts' net.ipv4.tcp_notsent_lowat (None: the kernel's)
     wmem_max: int | None = None        # bytes: the hosts' net.ipv4.tcp_wmem maximum (None: the kernel's)
     host_nic: str = "htb"              # --fabric model: who shapes a host's egress
-    acks: str | None = None            # --fabric model: how pure ACKs cross the switches (None: data or lane)
+    sim_acks: bool = False             # --fabric model: pure ACKs through no queue (the paper's simulator)
     random_drop: bool = False          # --fabric model: the simulator's random drop near a full queue
 
     @property
@@ -103,7 +103,8 @@ class RunConfig:
     def fabric_options(self) -> dict:
         """Keyword arguments of the fabric's class that this run sets."""
         if self.fabric == "model":
-            return {"host_nic": self.host_nic, "acks": self.acks or ("lane" if self.link.ack_lane else "data"),
+            return {"host_nic": self.host_nic,
+                    "acks": "sim" if self.sim_acks else "lane" if self.link.ack_lane else "data",
                     "random_drop": self.random_drop}
         if self.schedule_interval_s is not None:
             return {"schedule_interval_s": self.schedule_interval_s}
@@ -174,12 +175,9 @@ class SweepConfig(LongFlowSettings):
                            help="with --fabric model, who shapes a host's egress: htb (the kernel, "
                                 "as on l3: TCP Small Queues keep a sender's backlog in its socket) or "
                                 "model (the engine: a FIFO of the TAP's 1000 frames)")
-    acks: str | None = option(None, flag="--acks", choices=ACK_MODES, what="ACK treatment",
-                              default_text="data; lane with --ack-lane",
-                              help="with --fabric model, how pure ACKs cross the switches: data (in "
-                                   "the data queues), lane (a queue of their own, as --ack-lane) or "
-                                   "sim (through no queue, after the links' delay only: the paper's "
-                                   "simulator)")
+    sim_acks: bool = option(False, flag="--sim-acks", help="with --fabric model, pure ACKs cross the "
+                            "switches through no queue, after the links' delay only, as the paper's "
+                            "simulator returns them (--ack-lane gives them a queue of their own)")
     random_drop: bool = option(False, flag="--random-drop", help="with --fabric model, drop 1 in 10 "
                                "arrivals at a switch queue's last 3 packets, as the paper's simulator's "
                                "switch queues do (htsim's RandomQueue)")
@@ -276,11 +274,11 @@ class SweepConfig(LongFlowSettings):
             raise ConfigError(f"--schedule-interval with --fabric {self.fabric}: first fit "
                               "re-points the controller's per-flow entries, which only "
                               "--fabric openflow-reactive installs")
-        if self.fabric != "model" and (self.host_nic != "htb" or self.acks is not None or self.random_drop):
-            raise ConfigError(f"--host-nic, --acks and --random-drop with --fabric {self.fabric}: they choose how "
+        if self.fabric != "model" and (self.host_nic != "htb" or self.sim_acks or self.random_drop):
+            raise ConfigError(f"--host-nic, --sim-acks and --random-drop with --fabric {self.fabric}: they choose how "
                               "--fabric model models the hosts' queues and the ACKs")
-        if self.acks is not None and self.link.ack_lane and self.acks != "lane":
-            raise ConfigError(f"--ack-lane with --acks {self.acks}: give one of them")
+        if self.sim_acks and self.link.ack_lane:
+            raise ConfigError("--ack-lane with --sim-acks: ACKs either queue in a lane of their own or in none")
         if self.servers:
             self.placement()
             if self.fabric != "l3" or self.driver != "socket":
@@ -320,7 +318,7 @@ class SweepConfig(LongFlowSettings):
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
                           schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
                           notsent_lowat=self.notsent_lowat, wmem_max=self.wmem_max,
-                          host_nic=self.host_nic, acks=self.acks, random_drop=self.random_drop)
+                          host_nic=self.host_nic, sim_acks=self.sim_acks, random_drop=self.random_drop)
                 for s in self.seed_list for w in self.workloads for n in self.subflows]
 
     def points(self) -> list[RunConfig]:
