@@ -40,6 +40,17 @@ def test_demand_counts_every_link_of_every_flows_path():
     assert a2a <= 16 * 10 * 6 / 1000
 
 
+def test_the_model_fabric_is_priced_per_gbit_delivered_end_to_end():
+    """The engine moves a frame across all its hops in one process: a flow
+    across the core counts once, not six times, in the model fabric's demand."""
+    cal = calibration(cost=1.0, fabric="model")
+    on_model = capacity.judge(SweepConfig(k=4, fabric="model"), cal)
+    on_l3 = capacity.judge(SweepConfig(k=4), calibration(cost=1.0))
+    assert on_model.demand_gbit_hops == pytest.approx(16 * 10 / 1000)
+    assert on_l3.demand_gbit_hops > 5 * on_model.demand_gbit_hops
+    assert "end to end" in on_model.reason() and "per Gbit delivered" in on_model.reason()
+
+
 def test_guard_refuses_with_a_rate_that_then_fits():
     cal = calibration(cost=1.2, idle=1.0)
     small = capacity.judge(SweepConfig(k=4), cal)
