@@ -2,7 +2,7 @@
 and the `--cli` prompt: one small file per network under /run, written by
 the process that built it (emulator/network.py) and removed at its teardown.
 A file whose owner has died (SIGKILL leaves it) is ignored, never trusted:
-its namespaces died with the owner's nodes. Standard library only."""
+its namespaces died with the owner's nodes; the next network removes it. Standard library only."""
 from __future__ import annotations
 
 import json
@@ -32,6 +32,9 @@ def publish(network: dict, owner: int | None = None) -> Path:
     and "fabric". Returns the file, for withdraw()."""
     owner = os.getpid() if owner is None else owner
     REGISTRY_DIR.mkdir(mode=0o755, parents=True, exist_ok=True)
+    for stale in REGISTRY_DIR.glob("*.json"):     # a killed harness's: its nodes died with it
+        if read(stale) is None:
+            stale.unlink(missing_ok=True)
     path = REGISTRY_DIR / f"{owner}-{time.monotonic_ns()}.json"
     entry = {**network, "owner": owner, "owner_started": _started(owner),
              "published": time.strftime("%Y-%m-%d %H:%M:%S")}

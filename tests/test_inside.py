@@ -70,10 +70,13 @@ def test_registry_ignores_an_entry_whose_owner_died(registry):
     noderegistry.publish({"nodes": {"h1": 1}, "hosts": ["h1"], "switches": [], "addresses": {},
                           "links": [], "fabric": "l3"}, owner=dead.pid)
     assert noderegistry.running() == []
+    assert len(list(registry.glob("*.json"))) == 1
     mine = noderegistry.publish({"nodes": {"h1": 1}, "hosts": ["h1"], "switches": [],
                                  "addresses": {}, "links": [], "fabric": "l3"})
     assert [e["owner"] for e in noderegistry.running()] == [os.getpid()]
+    assert list(registry.glob("*.json")) == [mine]          # the dead owner's, removed
     noderegistry.withdraw(mine)
+    assert not registry.exists()
 
 
 # -- exec in a network built here ----------------------------------------------
