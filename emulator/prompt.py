@@ -28,14 +28,19 @@ PR_SET_PDEATHSIG = 1
 PING_TIMEOUT_S = 3
 SHORT_TIMEOUT_S = 10
 STOP_GRACE_S = 3
-NO_SWITCH_WORDS = {
+# What the switch-side words (dpctl, switch) say on each fabric instead.
+SWITCH_WORDS = {
     "l3": "the l3 fabric has no switch to program: its switches are Linux routers in namespaces, "
           "forwarding by their routes (ECMP by the kernel's hash); look at one with e.g. "
           "`{switch} ip route` or `{switch} ip -s link`",
+    "openflow": "the switches are bridges of private Open vSwitch instances under the harness's "
+                "controller, in namespaces that several switches share; `{switch} ip -s link` shows "
+                "the switch ports of that namespace",
+    "model": "the model fabric has no switch nodes: its switches are a model in the engine process "
+             "(engine/), which carries every frame between the hosts' TAP interfaces; the runs' "
+             "port monitors read its counters, and `{host} ip -s link` shows a host's side",
 }
-SWITCH_WORDS_ELSEWHERE = ("the switches are Open vSwitch bridges in their own namespaces under "
-                          "the harness's controller; look at one with e.g. `{switch} ip -s link`, "
-                          "its flows in the run's controller log")
+SWITCH_WORDS["openflow-reactive"] = SWITCH_WORDS["openflow"]
 
 
 def _die_with_parent() -> None:
@@ -138,8 +143,9 @@ class Prompt(cmd.Cmd):
                 parts = line.split(": ")
                 if len(parts) > 2:
                     states[parts[1].split("@")[0]] = "OK" if "state UP" in line or ",UP" in line else "DOWN"
-        for a, ia, b, ib in self.entry["links"]:
-            print(f"{ia}<->{ib} ({states.get(ia, 'MISSING')} {states.get(ib, 'MISSING')})")
+        for a, ia, b, ib in self.entry["links"]:     # an end that is no node: a modelled switch's
+            ends = [states.get(i, "MISSING") if n in self.nodes else "MODEL" for n, i in ((a, ia), (b, ib))]
+            print(f"{ia}<->{ib} ({' '.join(ends)})")
 
     def do_dump(self, _line):
         "Dump node info."
@@ -190,8 +196,9 @@ class Prompt(cmd.Cmd):
 
     def _no_switch(self, word: str) -> None:
         switch = self.entry["switches"][0] if self.entry["switches"] else "a switch"
-        text = NO_SWITCH_WORDS.get(self.entry["fabric"], SWITCH_WORDS_ELSEWHERE)
-        print(f"*** {word}: " + text.format(switch=switch))
+        text = SWITCH_WORDS.get(self.entry["fabric"], "this fabric's switches are not nodes here: "
+                                "`nodes` lists what can be looked into")
+        print(f"*** {word}: " + text.format(switch=switch, host=self.hosts[0] if self.hosts else "h1"))
 
     def do_dpctl(self, _line):
         "Mininet's dpctl: here, what the fabric's switches are and how to look at one."

@@ -280,3 +280,18 @@ def test_a_capture_that_reaches_its_cap_stops_and_the_run_says_so(registry, tmp_
     assert summary["capped"] and summary["packets"] == 6, summary
     assert looked.flags == ["packet_capture"]
     assert any("capture of h0_0_0-eth0 stopped at its cap" in line for line in said), said
+
+
+@pytest.mark.parametrize("fabric, words", [
+    ("l3", "Linux routers in namespaces"), ("openflow", "Open vSwitch"),
+    ("openflow-reactive", "Open vSwitch"), ("model", "no switch nodes")])
+def test_the_switch_words_say_what_each_fabric_has_instead(fabric, words, capsys):
+    from emulator.prompt import Prompt
+    hosts = ["h0_0_0", "h0_0_1"]
+    switches = [] if fabric == "model" else ["e0_0"]
+    prompt = Prompt({"fabric": fabric, "nodes": {n: 1 for n in hosts + switches}, "hosts": hosts,
+                     "switches": switches, "addresses": {}, "links": []})
+    for word in ("dpctl", "switch e0_0 stop"):
+        prompt.onecmd(word)
+        out = capsys.readouterr().out
+        assert words in out and "{" not in out, out
