@@ -26,7 +26,7 @@ from figures.notes import NOTES, note  # noqa: F401  (plot.py imports them from 
 # text gives single-path TCP "less than half of the available capacity" and
 # eight subflows for 90 %. The k=4 values are from a packet-level simulation
 # of FatTree(4) with 100-packet queues and hashed paths, the project's
-# fidelity target (bench/fidelity.py).
+# fidelity target (bench/fidelity.py); its source: REFERENCE_DOC.
 REFERENCE = {
     (4, "one_to_one"): {1: 60, 4: 89, 5: 89, 6: 89, 7: 89, 8: 89},
     (8, "one_to_one"): {1: 50, 8: 90},
@@ -35,6 +35,7 @@ REFERENCE_SOURCE = {
     (4, "one_to_one"): "packet-level simulation of FatTree(4), not in the paper",
     (8, "one_to_one"): "paper Fig. 2 text: TCP < 50 %, MPTCP-8 90 %",
 }
+REFERENCE_DOC = 'docs/methodology.md, "The packet-level reference"'
 RUN_DIR = re.compile(r"flows(\d+)")
 SEED_DIR = re.compile(r"seed(\d+)")
 
@@ -235,6 +236,10 @@ def routing(runs: dict[int, Run]) -> str:
         values = {bool(r.config.get(key)) for r in runs.values()}
         if values != {False}:
             text += f", {shown}" + (" (MIXED)" if len(values) > 1 else "")
+    for key, value, shown in MODEL_SETTINGS:
+        values = {r.config.get(key) == value for r in runs.values()}
+        if values != {False}:
+            text += f", {shown}" + (" (MIXED)" if len(values) > 1 else "")
     for key in HOST_SETTINGS:
         values = {r.config.get(key) for r in runs.values()}
         if values != {None}:
@@ -246,6 +251,9 @@ def routing(runs: dict[int, Run]) -> str:
 
 # Link settings a FatTree run may turn on (the paper's simulator's queues), named on its figures.
 LINK_SETTINGS = (("queue_bytes", "switch queues in bytes"), ("ack_lane", "ACKs in a lane of their own"))
+# The model fabric's choices that depart from a real switch, named on its figures.
+MODEL_SETTINGS = (("acks", "sim", "ACKs through no queue"), ("random_drop", True, "random drops near a full queue"),
+                  ("host_nic", "model", "hosts' NICs modelled"))
 # Host settings a FatTree run may change from the kernel's (RunConfig), named on its figures.
 HOST_SETTINGS = ("notsent_lowat", "wmem_max")
 
