@@ -29,7 +29,7 @@ class LinkParams:
                                "not a packet's slot")
     # Pure ACKs in a lane of their own on every port, as in the paper's
     # packet-level simulator, whose ACKs go straight back to the sender
-    # (docs/experiments/fattree.md, "ACKs"). Off: ACKs queue with data, as
+    # (docs/methodology.md, "The packet-level reference"). Off: ACKs queue with data, as
     # in a real switch.
     ack_lane: bool = option(False, flag="--ack-lane", help="give pure ACKs (packets under 128 "
                             "bytes) a queue and rate of their own on every port, as the paper's "

@@ -38,7 +38,7 @@ from experiments.fattree import Sweep, _percentile, traffic_seconds  # noqa: E40
 # k=8 (TCP under half of optimal, MPTCP-8 about 90 %); these bounds come
 # from a packet-level simulation of FatTree(4) with 100-packet queues and
 # hashed paths (TCP about 60 %, MPTCP with 4-8 subflows about 89 %), with
-# room for run-to-run spread.
+# room for run-to-run spread (docs/methodology.md, "The packet-level reference").
 TCP_MEAN_MAX, MPTCP8_MEAN_MIN, MPTCP8_P10_MIN, WALL_RATIO_MAX = 65.0, 85.0, 60.0, 1.25
 RISING_TOLERANCE = 1.0    # points a mean may dip from one subflow count to the next
 

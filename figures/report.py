@@ -11,7 +11,7 @@ import numpy as np
 from base.files import atomic_write_text
 from kernel.coupled_cc import COUPLED
 from figures.drawing import Drawn
-from figures.runs import REFERENCE, REFERENCE_SOURCE, Run, common, subflow_label, sweep, title
+from figures.runs import REFERENCE, REFERENCE_DOC, REFERENCE_SOURCE, Run, common, subflow_label, sweep, title
 from figures.samples import CpuStats, RttStats
 
 # What docs/congestion-control.md measured (bench/fairness.py,
@@ -67,6 +67,8 @@ def table(s: Section) -> list[str]:
     k, workload = first.config.get("k"), first.workload    # s.workload may be a seed's section
     paper = REFERENCE.get((k, workload), {})
     source = REFERENCE_SOURCE.get((k, workload))
+    if source and "packet-level" in source:
+        source += f" ({REFERENCE_DOC})"
     rows = ([f"Reference mean: {source}.", ""] if source else []) + ["| Subflows | Mean % | p10 % | Min % | Reference mean % | CPU % | Link util % | RTT ms (mean ± sd) "
             "| Valid | Flags |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---|---|"]
