@@ -173,6 +173,8 @@ class Inside:
     def run(self, net, folder):
         """Captures (if asked) around one run; yields what its record gains."""
         looked = Looked(flags=[], record={})
+        if self.prompt is not None and not self.prompt_left.is_set():
+            looked.record["cli_open"] = True    # what was typed shared the network with the run
         if not self.pcap:
             yield looked
             return

@@ -198,21 +198,25 @@ def test_cli_prompt_words_ctrl_c_and_exit(registry, tmp_path):
             assert term.proc.wait(timeout=60) == 0
         finally:
             term.close()
-        assert json.loads(next((tmp_path / "r").rglob("run.json")).read_text())["config"]["subflows"] == 4
+        record = json.loads(next((tmp_path / "r").rglob("run.json")).read_text())
+        assert record["config"]["subflows"] == 4 and "cli_open" not in record     # --cli after: opened after it
         assert not registry.exists() or not list(registry.glob("*.json"))
 
 
 @needs_root
-def test_cli_ctrl_d_at_the_prompt_tears_down(registry, tmp_path):
+def test_cli_open_during_the_runs_then_ctrl_d_tears_down(registry, tmp_path):
     with nothing_left_behind():
-        term = Terminal([SCRIPT, "4", "--cli", "after", *SHORT_RUN, "--results", str(tmp_path / "r")])
+        term = Terminal([SCRIPT, "4", "--cli", *SHORT_RUN, "--results", str(tmp_path / "r")])
         try:
             term.expect(r"mininet> ", 180)
+            term.expect(r"the runs are done; the network stays up", 180)
             term.send("\x04")
             assert term.proc.wait(timeout=60) == 0
         finally:
             term.close()
         assert not registry.exists() or not list(registry.glob("*.json"))
+    record = json.loads(next((tmp_path / "r").rglob("run.json")).read_text())
+    assert record["cli_open"] is True and "cli_open" not in record["flags"]
 
 
 @needs_root
