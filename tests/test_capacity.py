@@ -51,6 +51,18 @@ def test_the_model_fabric_is_priced_per_gbit_delivered_end_to_end():
     assert "end to end" in on_model.reason() and "per Gbit delivered" in on_model.reason()
 
 
+def test_the_model_fabrics_engine_is_judged_apart_from_the_machine():
+    """A machine with room to spare is refused where the engine's one
+    thread would not keep up, with a rate at which it would."""
+    cal = dataclasses.replace(calibration(cost=0.1, fabric="model"), measured={"engine_core_s_per_gbit": 6.0})
+    verdict = capacity.judge(SweepConfig(k=4, fabric="model"), cal)     # 0.16 Gb/s x 6: 96 % of a core
+    assert verdict.predicted_cpu_pct < verdict.budget_pct and not verdict.fits
+    assert verdict.engine_pct == pytest.approx(96.0)
+    assert "engine's thread about 96 % of one core" in verdict.reason()
+    slower = capacity.judge(SweepConfig(k=4, fabric="model", link=LinkParams(bw_mbps=verdict.suggested_bw_mbps)), cal)
+    assert slower.fits and verdict.suggested_bw_mbps == 6
+
+
 def test_guard_refuses_with_a_rate_that_then_fits():
     cal = calibration(cost=1.2, idle=1.0)
     small = capacity.judge(SweepConfig(k=4), cal)

@@ -97,7 +97,8 @@ def calibrate(fabric: str, say=print) -> Calibration:
                 steady = _mean_busy_after(run_dir / "cpu.csv", CALIBRATION_WARMUP_S)
                 costs.append(run_cost(sweep.topo, rc, record, steady, idle_pct))
                 runs.append({"cpu_steady_pct": round(steady, 1), "flags": record["flags"],
-                             "mean_pct_optimal": record["summary"]["mean_pct"]})
+                             "mean_pct_optimal": record["summary"]["mean_pct"],
+                             **engine_cost(record)})
         finally:
             idle.stop()
             sweep.close()
@@ -124,6 +125,7 @@ def calibrate(fabric: str, say=print) -> Calibration:
             shown = ", ".join("nothing" if c is None else f"{c.per_delivered:.2f}" for c in costs)
             reasons.append(f"its repeats disagree ({shown} core-s per Gbit-hop)")
         cost = statistics.median(measured)
+    engine = [r["engine_core_s_per_gbit"] for r in runs if "engine_core_s_per_gbit" in r]
     return Calibration(
         fabric=fabric, machine=machine(), core_s_per_gbit_hop=round(cost, 4),
         idle_pct=round(idle_pct, 1), under_load="; ".join(reasons),
@@ -131,7 +133,19 @@ def calibrate(fabric: str, say=print) -> Calibration:
         measured={"bw_mbps": CALIBRATION_BW_MBPS, "topology": "ft4", "workload": "one_to_one",
                   "subflows": 8, "time_s": CALIBRATION_TIME_S, "repeats": runs,
                   "busy_before_pct": round(before_busy, 1), "steal_pct": round(steal_during, 1),
+                  **({"engine_core_s_per_gbit": round(statistics.median(engine), 4)} if engine else {}),
                   "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+
+
+def engine_cost(record: dict) -> dict:
+    """The model fabric's engine: its core-seconds per Gbit the flows
+    delivered end to end over the whole run ({} on other fabrics)."""
+    engine = record.get("fabric_engine")
+    wall = record["config"]["time_s"] + record["config"]["warmup_s"]
+    gbit = sum(f["whole_run_mbps"] or 0 for f in record["flows"]) * wall / 1000
+    if not engine or gbit <= 0:
+        return {}
+    return {"engine_core_s_per_gbit": (engine["cpu_s"]["user_s"] + engine["cpu_s"]["system_s"]) / gbit}
 
 
 def median_is_seconded(costs: list[float]) -> bool:

@@ -3,6 +3,7 @@ this machine, and the verdict against the budget (with the largest link rate
 that fits)."""
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -16,6 +17,9 @@ from experiments.config import SweepConfig
 # 52.5-64.3 % CPU (73-85 % of optimal) and fits; with `6 ... --bw 5`
 # (FatTree(6), 5 Mb/s) MPTCP-8 uses 81.6 %, gets 81 % of optimal, and is refused.
 CPU_BUDGET_PCT = 75.0
+# The model fabric's engine keeps time on one thread: its predicted share of
+# one core, apart from the machine's (a run is flagged engine_saturated at 90 %).
+ENGINE_BUDGET_PCT = 75.0
 # FatTree(8)'s MPTCP-8 costs more per Gbit-hop than the calibration's
 # FatTree(4): one_to_one at 1.5 Mb/s took at least 1.55 core-s per Gbit-hop
 # demanded (it saturated 2 cores: a floor) against 1.15 on the same machine,
@@ -39,10 +43,11 @@ class Verdict:
     calibration: Calibration
     cost: float = 0.0               # core-s per Gbit-hop the prediction used
     basis: str = ""                 # where that cost comes from, in words
+    engine_pct: float | None = None # the model fabric's engine, % of one core (None: not predicted)
 
     @property
     def fits(self) -> bool:
-        return self.predicted_cpu_pct <= self.budget_pct
+        return self.predicted_cpu_pct <= self.budget_pct and (self.engine_pct or 0.0) <= ENGINE_BUDGET_PCT
 
     def reason(self) -> str:
         cores = self.calibration.machine["cpus"]
@@ -50,6 +55,9 @@ class Verdict:
         text = (f"at {self.bw_mbps:g} Mb/s the fabric must forward {self.demand_gbit_hops:.2f} Gb/s "
                 f"{where}, about {self.predicted_cpu_pct:.0f} % of this machine's {cores} "
                 f"cores on the {self.fabric} fabric (budget {self.budget_pct:.0f} %; {self.basis})")
+        if self.engine_pct is not None:
+            text += (f", and its engine's thread about {self.engine_pct:.0f} % of one core "
+                     f"(budget {ENGINE_BUDGET_PCT:.0f} %)")
         if not self.fits:
             text += f"; fidelity cannot hold: use --bw {self.suggested_bw_mbps:g} or less, or --force"
         return text
@@ -64,6 +72,7 @@ class Verdict:
             "suggested_bw_mbps": self.suggested_bw_mbps,
             "core_s_per_gbit_hop": self.cost,
             "basis": self.basis,
+            **({"engine_pct": round(self.engine_pct, 1)} if self.engine_pct is not None else {}),
             "idle_pct": self.calibration.idle_pct,
         }
 
@@ -168,7 +177,23 @@ def judge(cfg: SweepConfig, cal: Calibration, budget_pct: float = CPU_BUDGET_PCT
                 for w, demand in per_mbps.items() for cost, basis in [cost_for(cal, cfg.k, w, bw)]]
 
     ran = {float(o["bw_mbps"]) for o in cal.observations if o["k"] == cfg.k}
-    return verdict_for(cal, cfg.fabric, cfg.link.bw_mbps, runs_at, ran, budget_pct)
+    verdict = verdict_for(cal, cfg.fabric, cfg.link.bw_mbps, runs_at, ran, budget_pct)
+    engine_cost = cal.measured.get("engine_core_s_per_gbit")
+    if cfg.fabric != "model" or not engine_cost:
+        return verdict
+    return with_engine(verdict, max(per_mbps.values()) * engine_cost)
+
+
+def with_engine(verdict: Verdict, engine_pct_per_mbps: float) -> Verdict:
+    """The model fabric's verdict with its engine's thread judged too: the
+    engine's core-s per Gbit delivered (its calibration's) times the Gbit/s
+    the sweep demands, against ENGINE_BUDGET_PCT of one core."""
+    pct = 100.0 * engine_pct_per_mbps * verdict.bw_mbps
+    suggested = verdict.suggested_bw_mbps
+    if pct > ENGINE_BUDGET_PCT:
+        limit = nice_rate_at_most(ENGINE_BUDGET_PCT / (100.0 * engine_pct_per_mbps))
+        suggested = min(limit, suggested) if suggested else limit
+    return dataclasses.replace(verdict, engine_pct=pct, suggested_bw_mbps=suggested)
 
 
 def judge_demands(fabric: str, bw: float, demands_per_mbps: list[float], cal: Calibration,
