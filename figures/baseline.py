@@ -89,15 +89,32 @@ def save(results: Path, into: Path, command: str, wall_s: float | None = None) -
     (into / "plots").mkdir(parents=True)
     for png in sorted((results / "plots").glob("*.png")):
         shutil.copy2(png, into / "plots" / png.name)
-    if (results / "report.md").exists():
-        shutil.copy2(results / "report.md", into / "report.md")
     doc = {"source": _source(runs, command, results, wall_s), "runs": runs}
+    if (results / "report.md").exists():
+        atomic_write_text(into / "report.md", baseline_report((results / "report.md").read_text(), command))
     atomic_write_text(into / RUNS, json.dumps(doc, indent=1) + "\n")
     return doc
 
 
+def baseline_report(text: str, command: str) -> str:
+    """A run's report.md as its baseline keeps it: the first line says which
+    command drew it (its folder was temporary, and its raw records are not
+    kept), and its comparison with the baselines, made before this one
+    existed, is left out."""
+    text = re.sub(r"^Drawn by `plot\.py [^`]*` from the run records under this directory\. ",
+                  f"Drawn by `plot.py` from the records of `{command}`, kept here as runs.json "
+                  "(headline numbers only). ", text, count=1, flags=re.M)
+    return re.sub(r"^## Against the baseline\n.*?(?=^## )", "", text, count=1, flags=re.M | re.S)
+
+
 def _minutes(s: float | None) -> str:
     return "–" if s is None else f"{int(s) // 60}m{int(s) % 60:02d}s"
+
+
+def _natural(name: str) -> list:
+    """A run's name as a sort key whose numbers sort by value (150 before 1000)."""
+    return [(0, float(p), "") if re.fullmatch(r"\d+(\.\d+)?", p) else (1, 0.0, p)
+            for p in re.split(r"(\d+(?:\.\d+)?)", name) if p]
 
 
 def page_section(doc: dict, into: Path, page: Path) -> list[str]:
@@ -107,17 +124,18 @@ def page_section(doc: dict, into: Path, page: Path) -> list[str]:
     keys = list(dict.fromkeys(k for r in runs.values() for k in r["headline"]))
     rel = Path(os.path.relpath(into, page.parent)).as_posix()
     lines = ["## Baseline", "",
-             f"`{src['command']}` on {src['date']}, commit {src['commit']}, kernel {src['kernel']}, "
-             f"{src['cores']} cores: wall {_minutes(src.get('wall_s'))} (runs "
+             f"`{src['command']}` on {src['date']}, "
+             + (f"kernel {src['kernel']}, " if src.get("kernel") else "no kernel needed, ")
+             + f"{src['cores']} cores: wall {_minutes(src.get('wall_s'))} (runs "
              f"{_minutes(src.get('runs_wall_s'))}). Its report: [{rel}/report.md]({rel}/report.md); "
              "`./plot.py RESULTS` sets a run's numbers beside these.", ""]
     lines += [f"![{png.stem}]({rel}/plots/{png.name})" for png in sorted((into / "plots").glob("*.png"))]
-    lines += ["", "| run | " + " | ".join(keys) + " | valid |", "|---|" + "---:|" * len(keys) + "---|"]
-    for name, run in sorted(runs.items()):
+    lines += ["", "| run | " + "".join(f"{k} | " for k in keys) + "valid |", "|---|" + "---:|" * len(keys) + "---|"]
+    for name, run in sorted(runs.items(), key=lambda item: _natural(item[0])):
         values = [run["headline"].get(k) for k in keys]
         flags = "yes" if run["valid"] else f"**no**: {', '.join(run['flags'])}"
-        lines.append(f"| {name} | " + " | ".join("–" if v is None else f"{v:.1f}" for v in values)
-                     + f" | {flags} |")
+        lines.append(f"| {name} | " + "".join("– | " if v is None else f"{v:.1f} | " for v in values)
+                     + f"{flags} |")
     return lines + [""]
 
 

@@ -96,12 +96,13 @@ def write_report(results: Path, sections: list[Section], cpu_figures: dict[str, 
     """`extra`: sections of other experiments (`wifi3g`), placed before the notes."""
     lines = ["# Results report", "",
              f"Drawn by `plot.py {results}` from the run records under this directory. "
-             "Throughput is goodput at the receiver over the counted window, as % of the "
-             "optimal (a single flow alone on the network). Paper: Raiciu et al., SIGCOMM 2011, "
-             "FatTree one_to_one (Fig 2). CPU: the machine's, % of all cores, over the counted "
-             "window (\"(run.json)\": the whole-run mean, no usable cpu.csv). Link util: mean over "
-             "every switch port. RTT: the kernel's smoothed RTT of the data subflows. "
-             "See README.md here for how each figure is computed.", ""]
+             + ("Throughput is goodput at the receiver over the counted window, as % of the "
+                "optimal (a single flow alone on the network). Paper: Raiciu et al., SIGCOMM 2011, "
+                "FatTree one_to_one (Fig 2). CPU: the machine's, % of all cores, over the counted "
+                "window (\"(run.json)\": the whole-run mean, no usable cpu.csv). Link util: mean "
+                "over every switch port. RTT: the kernel's smoothed RTT of the data subflows. "
+                if sections else "")
+             + "The harness's results/README.md says how each figure is computed.", ""]
     for s in sections:
         runs = s.runs
         lines += [f"## {s.topology} / {s.workload}", "",

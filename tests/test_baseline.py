@@ -158,3 +158,35 @@ def test_each_baseline_compared_with_its_own_runs_finds_each_and_marks_none(fold
     assert not any("**differs**" in line or "not comparable" in line for line in table)
     numbered = {rel for rel, run in runs.items() if any(v is not None for v in run["headline"].values())}
     assert {line.strip("|").split("|")[0].strip() for line in table} >= numbered
+
+
+@pytest.mark.parametrize("folder", SHIPPED, ids=[p.name for p in SHIPPED])
+def test_a_shipped_report_and_page_section_say_what_is_true(folder):
+    """The report names the command, not a temporary folder, and does not
+    compare the baseline with itself; the page's section is the generator's
+    (rows by number: 50kb before 100kb; a table's header matches its rows)."""
+    report = (folder / "report.md").read_text()
+    source = json.loads((folder / baseline.RUNS).read_text())
+    assert f"records of `{source['source']['command']}`" in report
+    assert "/tmp/" not in report and "See README.md here" not in report
+    assert "## Against the baseline" not in report
+    page = ROOT / "docs" / "experiments" / f"{folder.name}.md"
+    section = baseline.page_section(source, folder, page)
+    assert "\n".join(section).strip() in page.read_text()
+    rows = [line for line in section if line.startswith("|")]
+    assert len({line.count("|") for line in rows}) == 1, rows
+
+
+def test_runs_sort_by_their_numbers():
+    names = ["w/mptcp/1000kb", "w/mptcp/50kb", "w/mptcp/150kb", "w/mptcp/0.5pct", "w/tcp/2kb"]
+    assert sorted(names, key=baseline._natural) == [
+        "w/mptcp/0.5pct", "w/mptcp/50kb", "w/mptcp/150kb", "w/mptcp/1000kb", "w/tcp/2kb"]
+
+
+def test_a_report_kept_as_a_baseline_names_its_command_and_drops_the_comparison():
+    text = ("# Results report\n\nDrawn by `plot.py /tmp/x` from the run records under this "
+            "directory. The rest.\n\n## a\n\nx\n\n## Against the baseline\n\nNo baseline under "
+            "`docs/baseline` for: a.\n\n## Notes\n\n- none\n")
+    kept = baseline.baseline_report(text, "run_mptcp.sh a")
+    assert "Drawn by `plot.py` from the records of `run_mptcp.sh a`" in kept and "/tmp/x" not in kept
+    assert "Against the baseline" not in kept and "## Notes" in kept and "## a\n\nx" in kept
