@@ -12,7 +12,7 @@ subflow's unsent data on this kernel (each subflow still holds far more than
 no subflow holds more unsent than net.ipv4.tcp_wmem's maximum and one
 fragment). The hosts get the settings as the sweep gives them, from its
 options. Goodput and its stalls are printed, not asserted;
-docs/experiments/fattree.md has the numbers."""
+docs/notebook.md (the FatTree(8) diagnosis) has the numbers."""
 from __future__ import annotations
 
 import json
@@ -45,7 +45,7 @@ SAMPLE_S = 1.0
 # it: the last fragment it pushes, itself at most LOWAT (mptcp_sendmsg()
 # queues no more than that unsent at connection level, mptcp_send_limit()).
 LOWAT_BOUND = 2 * LOWAT
-# Far more than the lowat and one fragment past it (docs/experiments/fattree.md).
+# Far more than the lowat and one fragment past it (docs/notebook.md, the FatTree(8) diagnosis).
 UNBOUNDED = 10 * LOWAT
 FIELDS = ("notsent", "cwnd", "rtt_us", "bytes_acked", "mss")
 WMEM_MAX = 131072
