@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -200,3 +201,52 @@ def test_a_sweep_stopped_or_its_engine_killed_keeps_finished_runs_and_leaves_not
         assert len([line for line in err.splitlines() if "fabric engine exited" in line]) == 1, err
     else:
         assert proc.returncode != 0, err
+
+
+RECEIVER = """
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, 35, 1)        # SO_TIMESTAMPNS (asm-generic/socket.h)
+s.bind(("10.2.0.2", 9000))
+s.settimeout(10)
+print("ready", flush=True)
+for _ in range(int(sys.argv[1])):
+    data, anc, _, _ = s.recvmsg(2048, 64)
+    sec, nsec = struct.unpack("qq", anc[0][2][:16])
+    print(sec * 10**9 + nsec - struct.unpack("q", data[:8])[0], flush=True)
+"""
+SENDER = """
+import socket, struct, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(int(sys.argv[1])):
+    s.sendto(struct.pack("q", time.time_ns()) + bytes(992), ("10.2.0.2", 9000))
+    time.sleep(0.005)
+"""
+
+
+@needs_root
+def test_the_engines_lateness_agrees_with_receive_timestamps_in_a_host(line):
+    """One-way delays of UDP datagrams, stamped by the sender and by the
+    receiving host's kernel, less what the model says they take: what is
+    left is the engine's lateness plus the time until it reads a frame, so
+    its median is at least the engine's median lateness and not much more."""
+    count = 200
+    receiver = subprocess.Popen(["mnexec", "-a", str(line.pid("h2")), sys.executable, "-c", RECEIVER,
+                                 str(count)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert receiver.stdout.readline().strip() == "ready"
+        line.control("reset")
+        run([sys.executable, "-c", SENDER, str(count)], timeout=30, ns_pid=line.pid("h1"))
+        delays_ns = [int(receiver.stdout.readline()) for _ in range(count)]
+    finally:
+        receiver.kill()
+        receiver.wait(timeout=10)
+    frame = 1000 + 8 + 20 + 14
+    model_ns = 4 * (frame * 8 / (LINK.bw_mbps * 1e6) + LINK.delay_ms / 1e3) * 1e9
+    excess_us = sorted((d - model_ns) / 1e3 for d in delays_ns)
+    late = line.counters()["lateness"]
+    median = excess_us[len(excess_us) // 2]
+    print(f"excess over the model: median {median:.0f} us, p90 {excess_us[int(0.9 * count)]:.0f} us; "
+          f"the engine's lateness: p50 {late['p50_us']} us, p99 {late['p99_us']} us")
+    assert late["n"] >= count
+    assert late["p50_us"] - 20 <= median <= late["p50_us"] + 500, (median, late, excess_us[::20])
