@@ -37,6 +37,30 @@ def test_a_bad_spec_is_refused_in_one_line(tmp_path):
     assert done.stderr.count("\n") == 1 and "spec line 3" in done.stderr, done.stderr
 
 
+def test_the_spec_describes_fattree4_with_its_equal_cost_ports(monkeypatch):
+    """36 nodes, 96 ports (16 host NICs, 20 switches of 4), 16 destinations;
+    every switch routes to every host: an edge switch to its own hosts by one
+    port and up by two, an aggregation switch down by one and up by two, a
+    core by one."""
+    from dctopo import FatTree
+    fabric = ModelFabric(FatTree(k=4), LinkParams(bw_mbps=10, queue_pkts=100), seed=3)
+    monkeypatch.setattr(fabric, "pid", lambda node: 1000)
+    lines = fabric.spec_lines()
+    words = [line.split()[0] for line in lines]
+    assert lines[0] == "fabric-engine-spec 1" and lines[-1] == "end"
+    assert (words.count("node"), words.count("port"), words.count("dest"), words.count("route")) == (36, 96, 16, 320)
+    fanout: dict[tuple[str, int], int] = {}
+    names = {line.split()[1]: line.split()[3] for line in lines if line.startswith("node ")}
+    for line in lines:
+        if line.startswith("route "):
+            _, node, _, *ports = line.split()
+            key = (names[node][0], len(ports))
+            fanout[key] = fanout.get(key, 0) + 1
+    assert fanout == {("e", 1): 16, ("e", 2): 112, ("a", 1): 32, ("a", 2): 96, ("c", 1): 64}, fanout
+    port = next(line for line in lines if line.startswith("port ") and line.split()[9] == "e0_0-eth2")
+    assert port.split()[3:9] == ["10000000", "0", "0", "0", "100", "0"]    # rate, delay, jitter, loss, queue
+
+
 class Line(DCTopo):
     """h1 -- s1 -- ... -- sN -- h2: every packet crosses N + 1 links."""
 
