@@ -28,7 +28,7 @@ reordering). Without it every link's timing is exact, and a drop-tail
 queue then drops by phase (Floyd and Jacobson 1992): which flow's packet
 arrives at the instant the queue is full is fixed by the round trips, not
 by chance, and an MPTCP connection's subflows come out on the losing side
-(bench/README.md).
+(docs/notebook.md, "Benchmarks' measurements").
 
 Each case runs --repeat times per algorithm, interleaved. Exit status 0
 whatever it measures.

@@ -20,7 +20,7 @@ dctopo.TwoPaths. Used by bench/fairness.py and tests/test_fairness.py.
 
 Each result carries h1's and x1's retransmitted share of the segments they
 sent (Tcp RetransSegs over OutSegs), over warm-up and run: about the
-share of their packets the queue dropped (bench/send_bursts.py counts
+share of their packets the queue dropped (bench/diagnosis/send_bursts.py counts
 those at the receivers: 0.1-0.9 percentage points fewer, in the same
 order between flows), and a Reno flow's rate follows it.
 

@@ -104,7 +104,7 @@ def run_flags(subflows: int, flows: list[dict], outcomes: list[FlowOutcome], cpu
 # counted window's last third against its first third. MPTCP-8 on FatTree(4)
 # at 10 Mb/s keeps rising for 15 s after its start (docs/methodology.md,
 # item 6): a window that begins inside that ramp measures the ramp.
-# Measured there (bench/README.md, "The ramp"): 30 s windows from 5 s rose
+# Measured there (docs/notebook.md, "The ramp"): 30 s windows from 5 s rose
 # 0.4-15 % third to third (iperf3, six seeds) and 13.5-22 % (socket driver);
 # 40 s windows from 15 s and later moved -1.3 to +1.8 % (MPTCP-8) and TCP's
 # -1.8 to +1.9 %. Thirds of a shorter window hold too few one-second samples

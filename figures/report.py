@@ -15,7 +15,7 @@ from figures.runs import REFERENCE, REFERENCE_DOC, REFERENCE_SOURCE, Run, common
 from figures.samples import CpuStats, RttStats
 
 # What docs/congestion-control.md measured (bench/fairness.py,
-# bench/cwnd_trace.py, issue 24), said wherever a run used a coupled algorithm.
+# bench/diagnosis/cwnd_trace.py, issue 24), said wherever a run used a coupled algorithm.
 COUPLED_SHORTFALL = (
     "These runs' links have exact timing, and a drop-tail queue then drops by phase: at one "
     "shared bottleneck MPTCP's subflows met more of the drops than a Reno flow beside them, "

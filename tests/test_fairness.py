@@ -15,7 +15,7 @@ free path is issue 24's open problem, not what these tests judge.
 At the shared bottleneck the access links carry 2 +- 2 ms of jitter
 (JITTER): with exact timing a drop-tail queue drops by phase, MPTCP's
 subflows lose that race, and an MPTCP connection takes less than the models
-say, uncoupled or LIA (bench/README.md, "Phase effects"). With the jitter
+say, uncoupled or LIA (docs/notebook.md, "Phase effects"). With the jitter
 the test asks for RFC 6356's outcome, with room for 20 s runs: LIA within
 0.7-1.3 of the Reno flow (over 5 runs of 40 s the bench measured 0.83-0.95)
 and uncoupled subflows at 1.5 or more (1.92-2.16). The loaded-path case

@@ -1,4 +1,4 @@
-"""bench/k8_diagnosis.py's parts: reading sockets from `ss -tinHM` text and
+"""bench/diagnosis/k8_diagnosis.py's parts: reading sockets from `ss -tinHM` text and
 from sock_diag replies (both captured from the real tools on this kernel,
 6.18, iproute2 6.1, in tests/k8_diagnosis_capture.py: an MPTCP connection
 with three subflows between two namespaces of tests/hostpair.py, while
@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import needs_root
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench" / "diagnosis"))
 
 import diagnosis_kernel as dk  # noqa: E402
 import diagnosis_paths as dp  # noqa: E402

@@ -28,7 +28,7 @@ from base.links import LinkParams
 from emulator.traffic.common import CLIENT_PORT_BASE, SERVER_PORT_BASE, FlowEndpoints
 from tests.conftest import needs_root
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench" / "diagnosis"))
 
 import diagnosis_kernel as dk  # noqa: E402
 

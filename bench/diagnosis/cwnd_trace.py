@@ -4,7 +4,7 @@ experiments/fairness.py, from the kernel's own `tcp:tcp_probe` tracepoint
 (issue 24: an MPTCP connection's two uncoupled subflows take 1.2-1.4 Reno
 flows' worth there, not 2, and lose a larger share of their packets).
 
-    sudo .venv/bin/python bench/cwnd_trace.py [--queue 25] [--time 30] [--cc reno] [--repeat 1]
+    sudo .venv/bin/python bench/diagnosis/cwnd_trace.py [--queue 25] [--time 30] [--cc reno] [--repeat 1]
                                               [--jitter-ms J]
 
 Per run (an MPTCP connection with two subflows under --cc, then h1's two
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.cli import add_shared_bottleneck_options  # noqa: E402

@@ -1,4 +1,4 @@
-"""What bench/k8_diagnosis.py reads from the kernel about a socket, and how:
+"""What bench/diagnosis/k8_diagnosis.py reads from the kernel about a socket, and how:
 struct tcp_info of every TCP subflow and struct mptcp_info (with the
 socket's memory) of every MPTCP socket, over sock_diag in a host's
 namespace (no process started), and the same read from `ss -tinHM` text,

@@ -1,4 +1,4 @@
-"""Path placement removed as a cause (bench/k8_diagnosis.py --spread-paths):
+"""Path placement removed as a cause (bench/diagnosis/k8_diagnosis.py --spread-paths):
 every connection's extra subflows leave from source ports chosen so that
 its subflows cross as many different top-tier switches as there are
 (cores between pods, aggregation switches within one), spread evenly, where

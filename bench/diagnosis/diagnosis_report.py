@@ -1,4 +1,4 @@
-"""From a kernel trace (bench/diagnosis_trace.trace_record), the run's
+"""From a kernel trace (bench/diagnosis/diagnosis_trace.trace_record), the run's
 record and the subflows' paths: per candidate cause, how much of the run's
 missing throughput it can account for, and the worst connections' state.
 

@@ -1,10 +1,10 @@
 """The kernel's own state of every data connection of a run, per host
-namespace, every interval: bench/k8_diagnosis.py's sampler.
+namespace, every interval: bench/diagnosis/k8_diagnosis.py's sampler.
 
 One pass per interval reads every host: one sock_diag dump of its TCP
 sockets (tcp_info and the subflow's MPTCP token) and one of its MPTCP
 sockets (mptcp_info and socket memory), over a netlink socket opened in the
-host's namespace when the traffic starts (bench/diagnosis_kernel.py). No
+host's namespace when the traffic starts (bench/diagnosis/diagnosis_kernel.py). No
 process is started per sample; each dump is bounded by the socket's 2 s
 timeout. Every host is a sender and a receiver, so one pass gives both
 ends of every connection:
@@ -233,7 +233,7 @@ class TraceDuringRun:
     def stop(self) -> dict:
         self.trace.stop()
         t = self.trace
-        record = {"what": "kernel trace (bench/k8_diagnosis.py)", "passes": t.passes,
+        record = {"what": "kernel trace (bench/diagnosis/k8_diagnosis.py)", "passes": t.passes,
                   "subflows_seen": len(t.snd_sub), "trace_errors": t.error_count,
                   "sampler_cpu_s": round(t.cpu_s, 2)}
         if self.after_stop is not None:

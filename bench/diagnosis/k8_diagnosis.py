@@ -4,19 +4,19 @@ the harness's own Sweep, with the kernel's state of every data connection
 sampled meanwhile, and each candidate cause's share of the missing
 throughput.
 
-    sudo .venv/bin/python bench/k8_diagnosis.py [--k 8] [--subflows 8] [--bw 0.5]
+    sudo .venv/bin/python bench/diagnosis/k8_diagnosis.py [--k 8] [--subflows 8] [--bw 0.5]
         [--time S] [--warmup S] [--seed 0] [--interval 2] [--driver iperf3]
         [--cc CC] [--queue 100] [--out DIR]
         [--host-sysctl net.KEY=VALUE ...] [--spread-paths]
-    .venv/bin/python bench/k8_diagnosis.py --reanalyse DIR    # from a run's files, no network
+    .venv/bin/python bench/diagnosis/k8_diagnosis.py --reanalyse DIR    # from a run's files, no network
 
 During the run, every --interval seconds, one pass over every host reads by
-sock_diag (bench/diagnosis_trace.py): each sender subflow's tcp_info,
+sock_diag (bench/diagnosis/diagnosis_trace.py): each sender subflow's tcp_info,
 each receiver subflow's, and both ends' MPTCP sockets (mptcp_info, socket
 memory). After the warm-up, once: the dumps are cross-checked against
 `ss -tinHM` in two hosts, and every subflow's path is read from the
 routers' own forwarding decisions (`ip route get ... iif ... sport ...
-dport ...`, hop by hop, bench/diagnosis_paths.py). Every host's MIB
+dport ...`, hop by hop, bench/diagnosis/diagnosis_paths.py). Every host's MIB
 counters (what `nstat -az` shows: /proc/PID/net/netstat and snmp of its
 namespace) are read before and after the traffic. Cost, measured at
 FatTree(4) (16 hosts): 0.04 s a pass, 2 % of one core at --interval 2; a
@@ -27,7 +27,7 @@ diagnosis.json's trace_meta say what it cost).
 Printed: the run's result, the sampler's cost, a table of candidate causes
 (mean share over connections, a bound on the gap in points where the share
 is of time, the rank correlation with the connections' shortfall, the share
-among the 10 worst; bench/diagnosis_report.py says how each is measured),
+among the 10 worst; bench/diagnosis/diagnosis_report.py says how each is measured),
 path placement against independent uniform choices, the counters, goodput
 and RTO share over time, and the 10 worst connections with their subflows.
 Written into --out: diagnosis.json (all of it, and the inputs to redo the
@@ -42,7 +42,7 @@ RTO backoff, net.ipv4.tcp_notsent_lowat=N to bound what the scheduler
 commits to one subflow, net.mptcp.stale_loss_cnt=4 for the kernel's
 reinjection from stale subflows); --spread-paths opens each connection's
 subflows from source ports chosen so that they cross distinct cores
-(bench/diagnosis_placement.py). Ctrl-C: the Sweep's `with` removes the network and every
+(bench/diagnosis/diagnosis_placement.py). Ctrl-C: the Sweep's `with` removes the network and every
 process of it. Exit status 0 whatever it measures, 1 if the run failed.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -276,7 +276,7 @@ def main() -> int:
                          "(repeatable; a cause removed)")
     ap.add_argument("--spread-paths", action="store_true",
                     help="open each connection's subflows from source ports chosen to cross distinct "
-                         "cores (bench/diagnosis_placement.py)")
+                         "cores (bench/diagnosis/diagnosis_placement.py)")
     ap.add_argument("--reanalyse", type=Path, default=None, metavar="DIR",
                     help="redo the analysis from DIR's diagnosis.json and trace.json.gz")
     args = ap.parse_args()

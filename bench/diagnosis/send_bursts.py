@@ -4,7 +4,7 @@ experiments/fairness.py: are an MPTCP connection's subflows burstier than
 single-path flows? (issue 24: its subflows lose 2-3 times as many of their
 packets at the drop-tail queue as the Reno flow beside them.)
 
-    sudo .venv/bin/python bench/send_bursts.py [--queue 25] [--time 30] [--cc reno]
+    sudo .venv/bin/python bench/diagnosis/send_bursts.py [--queue 25] [--time 30] [--cc reno]
 
 One run of an MPTCP connection with two subflows under --cc, then one of
 h1's two single-subflow Reno connections (TwoPathCase.run_two_flows), each
@@ -32,7 +32,7 @@ from collections import defaultdict
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.cli import add_shared_bottleneck_options  # noqa: E402

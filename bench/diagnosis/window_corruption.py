@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The corrupted windows of issue 24: who gets them, and with what state.
 
-    sudo .venv/bin/python bench/window_corruption.py [--schemes uncoupled,lia]
+    sudo .venv/bin/python bench/diagnosis/window_corruption.py [--schemes uncoupled,lia]
         [--repeat 2] [--k 4] [--time 60] [--out DIR]
 
 Runs `hotspot` (`run_mptcp.sh hotspot`: FatTree(k) one_to_one, MPTCP-8, a core
@@ -43,7 +43,7 @@ from collections import Counter
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from emulator.keepawake import KeepAwake  # noqa: E402

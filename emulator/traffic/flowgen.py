@@ -321,7 +321,7 @@ def _send_until(flows: list[_Outbound], t0: float, end: float, offsets: dict[int
     FatTree(4), 10 Mb/s, MPTCP-8, 30 s after 5 s, seeds 0-2: 26-45 MPTCP-level
     retransmissions and 505-816 duplicate segments at the receivers per run,
     against 1-17 and 8-265 with these blocking writers (iperf3: 1-4 and
-    1-23); bench/README.md, "Start-up". The threads only wait in the
+    1-23); docs/notebook.md, "Start-up". The threads only wait in the
     kernel: the GIL is released in send()."""
     chunk = bytes(CHUNK)
     live = [f for f in flows if f.connected and f.error is None]

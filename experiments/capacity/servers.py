@@ -3,7 +3,7 @@ own share of the forwarding, with its own calibration and cores.
 
 A packet-hop costs CPU on the machine whose node sends it (the l3 fabric's
 cost is per packet leaving a shaped port); a hop through a tunnel costs
-TUNNEL_COST times a local one (bench/tunnel_cost.py, bench/README.md).
+TUNNEL_COST times a local one (bench/tunnel_cost.py; docs/notebook.md).
 Placed by pods, a flow's hops inside its pods cost its end's servers, and
 the hops through a core switch are shared out as the cores are. Servers
 that share a kernel are one machine: their shares add up against its cores.

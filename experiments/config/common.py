@@ -35,7 +35,7 @@ MAX_SUBFLOWS = 8  # the kernel caps MPTCP endpoints and limits at 8
 # a number of packets, not of seconds.
 # algorithms and hotspot (the FatTree sweep's runs with a fixed warm-up):
 # MPTCP-8 on FatTree(4) at 10 Mb/s rises for about 15 s before it holds its
-# rate, with either driver (bench/README.md, "The ramp").
+# rate, with either driver (docs/notebook.md, "The ramp").
 SWEEP_WARMUP_S_AT_10MBPS = 15.0
 # Every other experiment of long flows keeps 5 s, the length its own
 # measurements were made with; how long their networks take to settle has
