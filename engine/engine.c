@@ -245,7 +245,7 @@ static void command(struct engine *e, int fd, char *line)
     }
     fclose(out);
     for (size_t done = 0; done < len;) {          /* answers are small: block until sent */
-        ssize_t n = write(fd, answer + done, len - done);
+        ssize_t n = send(fd, answer + done, len - done, MSG_NOSIGNAL);
         if (n <= 0 && errno != EAGAIN && errno != EINTR)
             break;
         if (n > 0)
@@ -345,6 +345,7 @@ int main(int argc, char **argv)
     e.spin_ns = spin_us * 1000;
     e.slack_ns = slack_us * 1000;
     prctl(PR_SET_TIMERSLACK, e.slack_ns ? (unsigned long)e.slack_ns : 1UL, 0, 0, 0);
+    signal(SIGPIPE, SIG_IGN);             /* a control client gone before its answer: not our end */
     char err[256];
     if (spec_load(argv[argi], &e.m, &e.s, err, sizeof err)) {
         fprintf(stderr, "fabric-engine: %s\n", err);
