@@ -140,10 +140,8 @@ static void drain_tap(struct engine *e, int32_t port, ns_t now)
             model_free(&e->m, pkt);
             continue;
         }
-        uint32_t next = e->m.pkts[pkt].next_free;
         if (model_parse(&e->m.pkts[pkt], buf, (size_t)n)) {
             e->not_ipv4++;
-            e->m.pkts[pkt].next_free = next;
             model_free(&e->m, pkt);
             continue;
         }
