@@ -42,7 +42,7 @@ CONTROL_TIMEOUT_S = 30.0     # an engine far behind answers late, but answers
 HOST_TXQUEUELEN = 1000     # the TAP's ring, and the modelled NIC's FIFO ("model")
 HOST_NICS = ("htb", "model")
 ACK_MODES = ("data", "lane", "sim")
-ENGINE_OPTIONS = {"writers": 0, "slack-us": 0, "spin-us": 0, "noise-us": 0}
+ENGINE_OPTIONS = {"writers": 0, "slack-us": 0, "spin-us": 0, "noise-us": 0, "boost": 0}
 # Frames the engine can hold at once: its queues' sum, within these bounds.
 POOL_MIN, POOL_MAX = 16384, 131072
 
