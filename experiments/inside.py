@@ -5,7 +5,8 @@
   Ctrl-C or SIGTERM; `run_mptcp.sh exec NODE -- CMD` works in it meanwhile
   (as in any network running: base/noderegistry.py).
 * `--cli`: a Mininet-style prompt (emulator/prompt.py) on the first network
-  once built, open while its runs go on (`h1 ss -tiM` shows a run's
+  (of several: the runs of the next follow once it is left) once built, open
+  while its runs go on (`h1 ss -tiM` shows a run's
   subflows); `--cli after`: on the last network after its last run. The
   network stays up until the prompt is left; leaving it during the runs
   stops the experiment as Ctrl-C does. The prompt is a child process given
@@ -106,7 +107,7 @@ class Inside:
             if last and self.cli == "after":
                 self._open_prompt()
             if self.prompt is not None:
-                self._wait_prompt()
+                self._wait_prompt(last)
         finally:
             self._close_prompt()
 
@@ -142,13 +143,14 @@ class Inside:
             if not self.waiting:
                 os.kill(os.getpid(), signal.SIGTERM)
 
-    def _wait_prompt(self) -> None:
+    def _wait_prompt(self, last: bool) -> None:
         with self.lock:
             self.waiting = True
             left = self.prompt_left.is_set()
         if not left:
-            self.say("the runs are done; the network stays up until the prompt is left "
-                     "(exit or Ctrl-D)")
+            self.say(("the runs are done" if last else "this network's runs are done (the next "
+                      "network's follow, without a prompt)")
+                     + "; the network stays up until the prompt is left (exit or Ctrl-D)")
             self.prompt_left.wait()
 
     def _close_prompt(self) -> None:

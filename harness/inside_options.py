@@ -18,7 +18,8 @@ HOST_NAME = re.compile(r"^h[0-9]+(_[0-9]+)*$")
 def add_inside_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cli", nargs="?", const="before", choices=("before", "after"), default=None,
                    help="a Mininet-style prompt on the network (`help` lists its words): once it "
-                        "is built, open while its runs go on; `--cli after`: after the last run. "
+                        "is built, open while its runs go on (the first network, where there are "
+                        "several); `--cli after`: after the last run. "
                         "The network stays up until the prompt is left (exit, Ctrl-D); leaving it "
                         "during the runs stops the experiment. Not with --shard or --servers")
     p.add_argument("--hold", action="store_true",
