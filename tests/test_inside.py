@@ -220,6 +220,20 @@ def test_cli_open_during_the_runs_then_ctrl_d_tears_down(registry, tmp_path):
 
 
 @needs_root
+def test_cli_on_the_first_of_several_networks_then_the_rest_run(registry, tmp_path):
+    with nothing_left_behind():
+        term = Terminal([SCRIPT, "4", "--cli", "--seeds", "0,1", *SHORT_RUN, "--results", str(tmp_path / "r")])
+        try:
+            term.expect(r"this network's runs are done", 240)
+            term.send("\x04")
+            assert term.proc.wait(timeout=240) == 0
+        finally:
+            term.close()
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "r").rglob("run.json"))]
+    assert len(records) == 2 and [bool(r.get("cli_open")) for r in records].count(True) == 1, records
+
+
+@needs_root
 def test_cli_sigterm_tears_down(registry, tmp_path):
     with nothing_left_behind():
         term = Terminal([SCRIPT, "4", "--cli", *SHORT_RUN, "--results", str(tmp_path / "r")])
