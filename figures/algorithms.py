@@ -202,8 +202,13 @@ def during(run: SchemeRun) -> tuple[list[float], list[float]]:
 
 def draw_hotspot(runs: dict[str, SchemeRun], out: Path) -> Drawn:
     n = len(runs)
-    fig, axes = plt.subplots(1, n + 1, figsize=(3.4 * (n + 1), 4.6), layout="constrained",
-                             sharey=False)
+    # Two rows, so that each panel stays readable at page width.
+    cols = (n + 2) // 2
+    fig, grid = plt.subplots(2, cols, figsize=(4.4 * cols, 8.2), layout="constrained", squeeze=False)
+    axes = list(grid.flat)
+    for spare in axes[n + 1:]:
+        spare.remove()
+    axes = axes[:n + 1]
     event = next(iter(runs.values())).record.get("event") or {}
     lo, hi = event.get("planned_s") or (0, 0)
     data = {}
@@ -225,8 +230,10 @@ def draw_hotspot(runs: dict[str, SchemeRun], out: Path) -> Drawn:
         ax.set_xlabel("seconds since traffic started")
         ax.grid(alpha=0.3)
         data[s] = {"exposed": hit, "other": rest}
-    axes[0].set_ylabel("mean throughput per flow (Mb/s)")
-    axes[0].legend(fontsize=7, loc="lower left")
+    for i in range(0, n, cols):
+        axes[i].set_ylabel("mean throughput per flow (Mb/s)")
+    # one legend for the per-second panels, below them all, clear of the data
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=4, fontsize=8)
     ax = axes[-1]
     for s, r in runs.items():
         slow, _ = during(r)
@@ -240,7 +247,7 @@ def draw_hotspot(runs: dict[str, SchemeRun], out: Path) -> Drawn:
     ax.set_ylabel("Mb/s")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     fig.suptitle(f"Hot spot: core link {event.get('link', '?')} at {event.get('factor', '?'):g} of "
                  f"its rate from {lo:g} to {hi:g} s, both directions\n{_subtitle(runs)}", fontsize=10)
 

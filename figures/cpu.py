@@ -45,7 +45,13 @@ def draw_cpu(workload: str, groups: dict[str, dict[int, Run]], stats: dict[str, 
     topos = sorted(groups, key=lambda t: (ks[t], t))
     counts = sorted({n for g in groups.values() for n in g})
     cores = {s.cores for st in stats.values() for s in st.values() if s.cores}
-    fig, (by_k, by_n) = plt.subplots(1, 2, figsize=(12.5, 5.6), layout="constrained")
+    kvals = sorted(set(ks.values()))
+    # Against FatTree size only with two sizes or more: one k would be one x value.
+    if len(kvals) > 1:
+        fig, (by_k, by_n) = plt.subplots(1, 2, figsize=(12.5, 6.4), layout="constrained")
+    else:
+        fig, by_n = plt.subplots(1, 1, figsize=(8, 6.4), layout="constrained")
+        by_k = None
     fig.suptitle(_title(workload, {t: groups[t] for t in topos}, cores), fontsize=10)
 
     def point(ax, x, s: CpuStats, run: Run, color):
@@ -56,7 +62,7 @@ def draw_cpu(workload: str, groups: dict[str, dict[int, Run]], stats: dict[str, 
                         fontsize=6, color=FLAG_COLOR, rotation=20)
 
     # left: against k, one line per subflow count (dodged a little so the error bars stay apart)
-    for n in counts:
+    for n in counts if by_k is not None else ():
         dodge = min(0.12, 0.8 / max(1, counts[-1] - counts[0])) * (n - (counts[0] + counts[-1]) / 2)
         xs = [ks[t] + dodge for t in topos]
         ys = [stats[t][n].mean if n in stats.get(t, {}) else np.nan for t in topos]
@@ -67,11 +73,11 @@ def draw_cpu(workload: str, groups: dict[str, dict[int, Run]], stats: dict[str, 
         for t in topos:
             if n in stats.get(t, {}):
                 point(by_k, ks[t] + dodge, stats[t][n], groups[t][n], subflow_color(n))
-    kvals = sorted(set(ks.values()))
-    by_k.set_xticks(kvals, [f"k={k}" for k in kvals])
-    by_k.set_xlim(kvals[0] - 1, kvals[-1] + 1)
-    by_k.set_xlabel("FatTree size")
-    by_k.set_title("Against FatTree size, one line per subflow count", fontsize=10)
+    if by_k is not None:
+        by_k.set_xticks(kvals, [f"k={k}" for k in kvals])
+        by_k.set_xlim(kvals[0] - 1, kvals[-1] + 1)
+        by_k.set_xlabel("FatTree size")
+        by_k.set_title("Against FatTree size, one line per subflow count", fontsize=10)
 
     # right: against subflow count, one line per k
     for i, t in enumerate(topos):
@@ -98,13 +104,15 @@ def draw_cpu(workload: str, groups: dict[str, dict[int, Run]], stats: dict[str, 
              Line2D([], [], ls="", marker="s", color="black",
                     label="square: run.json whole-run mean (no usable cpu.csv)"),
              Line2D([], [], color="black", ls=":", label="all cores busy")]
-    for ax in (by_k, by_n):
+    for ax in (a for a in (by_k, by_n) if a is not None):
         ax.axhline(100, color="black", ls=":", lw=1)
         ax.set_ylim(0, 108)
         ax.set_ylabel("CPU busy (% of all cores)")
         ax.grid(alpha=0.3)
         handles, _ = ax.get_legend_handles_labels()
-        ax.legend(handles=handles + extra, fontsize=7.5, loc="upper left", ncol=2)
+        # below the panel, clear of the data and the 100 % line
+        ax.legend(handles=handles + extra, fontsize=7.5, loc="upper center",
+                  bbox_to_anchor=(0.5, -0.13), ncol=3)
     notes = []
     for t in topos:
         absent = [n for n in sweep(groups[t]) if n not in groups[t]]

@@ -1,5 +1,5 @@
 """Drawing, saving and reading back a figure: the notes under it, the
-legend above a sweep, reference lines, flagged points marked, the PNG, and
+legend under a sweep, reference lines, flagged points marked, the PNG, and
 what it shows (Drawn) for the tests and the report to check."""
 from __future__ import annotations
 
@@ -62,9 +62,20 @@ def save_figure(fig, out: Path, readout, notes: str = "", wrap: int = 160,
 
 def save_sweep_figure(fig, out: Path, readout_data: dict, flagged: list[str], ncol: int,
                       what_is_flagged: str = "INVALID (red x)") -> "Drawn":
-    """A sweep figure's legend above it, the flagged points named under it,
+    """A sweep figure's legend under it (clear of its title), then the flagged points named,
     and the PNG; `readout_data` is what the figure shows, for checking."""
-    fig.legend(loc="outside upper center", ncol=ncol, fontsize=8, frameon=False)
+    # Under the first panel's axis label, as a child of that panel, so that
+    # the layout keeps it clear of the data, the title and the notes.
+    handles, labels = {}, []
+    for ax in fig.axes:
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            if label not in handles:
+                handles[label] = h
+                labels.append(label)
+    one = len(fig.axes) == 1
+    fig.axes[0].legend([handles[k] for k in labels], labels, ncol=ncol, fontsize=8, frameon=False,
+                       loc="upper center" if one else "upper left",
+                       bbox_to_anchor=(0.5 if one else 0.0, -0.12))
     notes = (f"{what_is_flagged}: " + "; ".join(flagged)) if flagged else ""
     return save_figure(fig, out, lambda _fig: readout_data, notes, wrap=120, reserve=0.08)
 

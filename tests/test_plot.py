@@ -364,7 +364,7 @@ def test_every_figure_shows_data(tmp_path):
     assert sorted(rtt) == list(range(1, 9)) and all(m > 0 and sd > 0 for m, sd in rtt.values())
     cpu = drawn["cpu"].data
     assert cpu["by_subflows"] == {4: {n: cpu_level(n, 4) for n in range(1, 9)}}
-    assert cpu["by_k"] == {n: {4: cpu_level(n, 4)} for n in range(1, 9)}   # one k: still drawn
+    assert cpu["by_k"] == {}   # one k: no panel against FatTree size (one x value)
     queue = drawn["queue"].data
     assert sorted(queue) == [1, 8]
     for series in queue.values():
