@@ -3,6 +3,7 @@
 whatever happens, `finally` stops exactly what this sweep created."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -18,6 +19,7 @@ from experiments.config import RunConfig, SweepConfig
 from experiments.config.fattree import host_sysctls
 from experiments.config.common import SWEEP_WARMUP_S_AT_10MBPS, default_warmup_s
 from emulator.network import Network
+from base.files import atomic_write_text
 from experiments.staging import ensure_dir, give_to_invoking_user
 from experiments.longflows import (PAYLOAD_PER_FRAME, client_connections, counted_rise_pct,
                                    first_fit_record, still_rising, levelled_outcomes,
@@ -28,6 +30,8 @@ from experiments.startup import PhaseClock, clients_started_late, startup_record
 from emulator.traffic.common import FlowEndpoints, FlowOutcome
 from kernel import transport
 from monitor import CpuMonitor
+from dctopo.fluid_model import EcmpModel
+from dctopo.matrix_file import read_matrix
 from dctopo.workloads import Flow, TrafficMatrix, load_or_make
 
 # The baseline is one TCP flow alone: it is at its steady rate within a
@@ -59,8 +63,8 @@ class Sweep:
                                      cfg.ssh_options, host_settings=host_sysctls(cfg), say=say,
                                      guard=admit if guard_servers else None)
         else:
-            self.net = Network(FatTree(k=cfg.k), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
-                               log_dir=cfg.results / f"ft{cfg.k}" / "fabric", driver=cfg.driver,
+            self.net = Network(sweep_topology(cfg), cfg.link, cfg.cc, seed=cfg.seed, fabric=cfg.fabric,
+                               log_dir=cfg.results / self.topology_name / "fabric", driver=cfg.driver,
                                fabric_options=cfg.fabric_options(),
                                host_settings=host_sysctls(cfg))
         self.topo, self.fabric, self.procs = self.net.topo, self.net.fabric, self.net.procs
@@ -97,7 +101,7 @@ class Sweep:
         t0 = time.monotonic()
         self.net.start()
         self.environment = self._environment()
-        self.say(f"built {self.topo.__class__.__name__}({self.cfg.k}) on fabric "
+        self.say(f"built {self.shape} on fabric "
                  f"{self.fabric.name}: {len(self.fabric.hosts())} hosts, "
                  f"{len(self.topo.switches())} switches in {time.monotonic() - t0:.1f} s"
                  + (f"; ECMP hash: {self.fabric.ecmp_hash}" if self.fabric.ecmp_hash else ""))
@@ -158,7 +162,11 @@ class Sweep:
 
     @property
     def topology_name(self) -> str:
-        return f"ft{self.cfg.k}"
+        return self.cfg.runs()[0].topology
+
+    @property
+    def shape(self) -> str:
+        return f"--topo {self.cfg.topo}" if self.cfg.topo else f"FatTree({self.cfg.k})"
 
     # -- one run ---------------------------------------------------------------
     def run_one(self, rc: RunConfig) -> Path:
@@ -168,7 +176,11 @@ class Sweep:
     def measure(self, rc: RunConfig, folder: Path) -> dict:
         """One run's traffic, monitors and record, its files in `folder`."""
         workload_dir = ensure_dir(rc.workload_dir(self.cfg.results))
-        matrix = load_or_make(workload_dir / "matrix.json", rc.workload, self.fabric.hosts(), rc.seed)
+        if rc.matrix_file:
+            matrix = matrix_from_file(rc.matrix_file, self.fabric.hosts(), rc.seed)
+            atomic_write_text(workload_dir / "matrix.json", json.dumps(matrix.to_record(), indent=1))
+        else:
+            matrix = load_or_make(workload_dir / "matrix.json", rc.workload, self.fabric.hosts(), rc.seed)
         give_to_invoking_user(workload_dir / "matrix.json")
         flows = self.driver.endpoints(list(matrix.flows))
         mptcp = rc.subflows > 1
@@ -251,10 +263,12 @@ class Sweep:
         """`warmup`: where counting started (a levelled warm-up's end)."""
         mptcp = rc.subflows > 1
         mptcp_fields = flow_mptcp_fields(self.pm, rc.subflows)
+        optimum = optimum_shares(self.topo, matrix, rc.link.bw_mbps) if rc.topo else None
         flows = []
         for o in outcomes:
             f = o.endpoints
-            optimal = self.baseline_mbps * matrix.share(Flow(f.src, f.dst))
+            share = optimum["shares"][f.index] if optimum else matrix.share(Flow(f.src, f.dst))
+            optimal = self.baseline_mbps * share
             flows.append({
                 "src": f.src, "dst": f.dst, "src_ip": f.src_ip, "dst_ip": f.dst_ip,
                 "client_port": f.client_port, "server_port": f.server_port,
@@ -279,7 +293,8 @@ class Sweep:
             flags.append("still_rising")
         pcts = sorted(fl["pct_optimal"] for fl in flows)
         return {
-            "config": {**rc.as_record(), "warmup_s": warmup},
+            "config": {**rc.as_record(), "warmup_s": warmup,
+                       **({"optimum": optimum["basis"]} if optimum else {})},
             **self.environment,
             "baseline_mbps": self.baseline_mbps,
             "baseline_attempts_mbps": self.baseline_attempts,
@@ -321,6 +336,9 @@ class FatTreeExperiment(Experiment):
         this machine's FatTree runs cost."""
         if not self.guard or self.cfg.servers:    # over servers: once they answer (Sweep.open)
             return
+        if self.cfg.topo:       # calibrated on FatTree(k)'s runs only
+            self.say("capacity guard: not judged for a custom topology (it is calibrated on FatTree runs)")
+            return
         from experiments import capacity
         from experiments.capacity.guard import admit
         cfg = self.cfg
@@ -330,7 +348,7 @@ class FatTreeExperiment(Experiment):
     def after(self) -> None:
         """What the sweep's valid MPTCP-8 runs cost, for the guard's next
         verdict; not over servers, whose CPU is not this machine's."""
-        if self.calibration is not None and not self.cfg.servers:
+        if self.calibration is not None and not self.cfg.servers and not self.cfg.topo:
             from experiments import capacity
             capacity.learn(self.cfg.fabric, capacity.observed_costs(self.cfg, self.calibration.idle_pct))
 
@@ -371,6 +389,32 @@ class FatTreeExperiment(Experiment):
         return (f"sweep: {runs} runs in {minutes(wall_s)}; traffic {minutes(traffic)} "
                 f"({minutes(counted)} counted after warm-ups): wall / traffic = {wall_s / traffic:.2f}, "
                 f"wall / counted = {wall_s / counted:.2f}")
+
+
+def sweep_topology(cfg: SweepConfig):
+    """FatTree(k), or the user's --topo (dctopo/custom.py), checked again."""
+    if cfg.topo:
+        from dctopo.custom import load
+        return load(cfg.topo, cfg.link)
+    return FatTree(k=cfg.k)
+
+
+def matrix_from_file(path: str, hosts: list[str], seed: int) -> TrafficMatrix:
+    """--matrix's flows (checked by the config against the same hosts)."""
+    rows = read_matrix(path, hosts)
+    return TrafficMatrix("matrix", seed, tuple(Flow(r.src, r.dst) for r in rows))
+
+
+def optimum_shares(topo, matrix: TrafficMatrix, link_mbps: float) -> dict:
+    """Each flow's optimum on a custom topology, in host links: the fluid
+    model's pooled max-min rate (dctopo/fluid_model.py), or, where its
+    pooling is not exact, the non-blocking share; `basis` says which."""
+    try:
+        shares = EcmpModel(topo, link_mbps).pooled_rates(matrix.pairs())
+        return {"shares": shares, "basis": "fluid model: pooled max-min rate over the shortest paths"}
+    except ValueError as exc:
+        return {"shares": [matrix.share(f) for f in matrix.flows],
+                "basis": f"non-blocking: each flow's share of its host links (the fluid model: {exc})"}
 
 
 def traffic_seconds(runs: list[RunConfig]) -> tuple[float, float]:

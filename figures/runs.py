@@ -201,7 +201,11 @@ def title(topology: str, workload: str, runs: dict[int, Run]) -> str:
     """The configuration the runs share, the counted window included: a
     window that starts inside MPTCP's climb shows less (docs/methodology.md,
     item 6)."""
-    return (f"FatTree {topology} (k={common(runs, 'k')}), {workload}: "
+    first = next(iter(runs.values())).config
+    shape = (f"{topology} ({first['topo_file'].rpartition(':')[0]}; optimum: "
+             f"{first.get('optimum', '?').split(':')[0]})" if "topo_file" in first
+             else f"FatTree {topology} (k={common(runs, 'k')})")
+    return (f"{shape}, {workload}: "
             f"{common(runs, 'bw_mbps', ' Mb/s')} links, "
             f"{common(runs, 'time_s', ' s', seconds)} after {warmup(runs)}, "
             f"cc={common(runs, 'cc')}, {routing(runs)}")

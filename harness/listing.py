@@ -208,6 +208,7 @@ def network_text(cfg) -> str:
     """What every run of `cfg` shares, for its run lines: the network's size
     (the config's own `plan_network`, else FatTree arity k) and link rates."""
     parts = [cfg.plan_network] if hasattr(cfg, "plan_network") else (
+        [f"--topo {cfg.topo}"] if getattr(cfg, "topo", None) else
         [f"k {cfg.k}"] if isinstance(getattr(cfg, "k", None), int) else [])
     links = [(f.name, getattr(cfg, f.name)) for f in dataclasses.fields(cfg)
              if isinstance(getattr(cfg, f.name, None), LinkParams)]
@@ -235,9 +236,12 @@ def results_text(row: catalogue.Row, cfg) -> str:
     layout = re.sub(r"\[([^\]]*<S>[^\]]*)\]", r"\1" if seeds else "", layout)
     if getattr(cfg, "dilation", 1) == 1:
         layout = re.sub(r"\[-x<F>\]", "", layout)
+    if getattr(cfg, "topo", None):     # --topo FILE.py:NAME: results/NAME/
+        layout = layout.replace("ft<k>", cfg.topo.rpartition(":")[2])
     fixed = {"k": getattr(cfg, "k", None), "n": getattr(cfg, "n", None),
              "fabric": getattr(cfg, "fabric", None), "F": f"{getattr(cfg, 'dilation', 1):g}",
-             "workload": (cfg.workloads[0] if len(getattr(cfg, "workloads", ())) == 1 else None)}
+             "workload": ("matrix" if getattr(cfg, "matrix", None) else
+                          cfg.workloads[0] if len(getattr(cfg, "workloads", ())) == 1 else None)}
     for name, value in fixed.items():
         if isinstance(value, (int, str)) and not isinstance(value, bool):
             layout = layout.replace(f"<{name}>", str(value))
@@ -318,6 +322,9 @@ def capacity_line(row: catalogue.Row, cfg) -> str:
     if not plan.guarded(cfg) and not hasattr(cfg, "sweep_config"):
         return ("capacity: not judged: the guard does not model this experiment's demand yet; "
                 "each run's cpu_saturated flag says whether the CPU kept up")
+    if getattr(cfg, "topo", None):
+        return ("capacity: not judged for a custom topology (--topo): the guard is calibrated on "
+                "FatTree runs; each run's cpu_saturated flag says whether the CPU kept up")
     fabric = getattr(cfg, "fabric", "l3")
     cal = capacity.load(fabric)
     if cal is None and not plan.guarded(cfg):

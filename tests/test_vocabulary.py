@@ -46,6 +46,8 @@ VOCABULARY = {
     "--notsent-lowat": ("tcp_notsent_lowat", "notsent"),
     "--wmem-max": ("the largest send buffer", "send buffer"),
     "--servers": ("servers to spread the network over", "ssh"),
+    "--topo": ("a user's own topology, a Mininet Topo in a file", "Mininet Topo"),
+    "--matrix": ("the flows from a user's CSV file", "CSV"),
     "--ssh-config": ("ssh's configuration", "ssh"),
     "--sweeps": ("which sweeps run", "comma list"),
     "--buffers": ("receive buffers of the buffer sweep", "receive buffer"),

@@ -13,6 +13,8 @@ from base.links import LinkParams
 from base.options import again, links, option
 from dctopo.fattree_shape import FatTreeShape
 from dctopo.placement import parse_servers, place_by_pod, plan_lines
+from dctopo.custom_spec import split_spec
+from dctopo.matrix_file import read_matrix
 from dctopo.workloads import flow_count
 from experiments.config.common import (LEVEL_CAP_MAX_S, LEVEL_CAP_MIN_S, LEVEL_CAP_S_AT_10MBPS, MAX_SUBFLOWS,
                                        RUN_MAX_S, RUN_S_AT_10MBPS, WORKLOADS, LongFlowSettings,
@@ -57,10 +59,12 @@ class RunConfig:
     host_nic: str = "htb"              # --fabric model: who shapes a host's egress
     sim_acks: bool = False             # --fabric model: pure ACKs through no queue (the paper's simulator)
     random_drop: bool = False          # --fabric model: the simulator's random drop near a full queue
+    topo: str = ""                     # --topo FILE.py:NAME, a user's topology instead of FatTree(k)
+    matrix_file: str = ""              # --matrix FILE: the flows, instead of a workload's draw
 
     @property
     def topology(self) -> str:
-        return f"ft{self.k}"
+        return custom_name(self.topo) if self.topo else f"ft{self.k}"
 
     def run_dir(self, results: Path) -> Path:
         return records.fattree_run(results, self.topology, self.workload, self.subflows,
@@ -98,6 +102,8 @@ class RunConfig:
             **({"notsent_lowat": self.notsent_lowat} if self.notsent_lowat is not None else {}),
             **({"wmem_max": self.wmem_max} if self.wmem_max is not None else {}),
             **(self.fabric_options() if self.fabric == "model" else {}),
+            **({"topo_file": self.topo} if self.topo else {}),
+            **({"matrix_file": self.matrix_file} if self.matrix_file else {}),
         }
 
     def fabric_options(self) -> dict:
@@ -117,6 +123,11 @@ def host_sysctls(cfg) -> dict[str, str]:
     (--notsent-lowat, --wmem-max), as every host gets them."""
     return {**({"net.ipv4.tcp_notsent_lowat": str(cfg.notsent_lowat)} if cfg.notsent_lowat else {}),
             **({"net.ipv4.tcp_wmem": f"{WMEM_MIN_DEFAULT} {cfg.wmem_max}"} if cfg.wmem_max else {})}
+
+
+def custom_name(spec: str) -> str:
+    """A --topo's results folder: its NAME."""
+    return spec.rpartition(":")[2]
 
 
 def parse_subflows(text: str) -> tuple[int, ...]:
@@ -207,6 +218,13 @@ class SweepConfig(LongFlowSettings):
         (), flag="--servers", metavar="LIST", parse=parse_servers, default_text="none: this machine",
         help="comma list of ssh destinations to spread the network over, by pods (l3 fabric, socket "
              "driver; docs/fabrics.md); --plan shows the placement and the links that cross")
+    topo: str | None = option(
+        None, flag="--topo", metavar="FILE.py:NAME", default_text="FatTree(K)",
+        help="your own topology: a Mininet Topo in FILE.py, as for mn --custom (the file's "
+             "topos = {'NAME': cls} or the class NAME); docs/custom.md")
+    matrix: str | None = option(
+        None, flag="--matrix", metavar="FILE", default_text="the workload's draw",
+        help="the flows from a CSV file, one src,dst per line (instead of --workload); docs/custom.md")
     ssh_config: str | None = option(
         None, flag="--ssh-config", metavar="FILE", default_text="ssh's own",
         help="an ssh client configuration for reaching --servers (ssh -F)")
@@ -217,6 +235,8 @@ class SweepConfig(LongFlowSettings):
     def resolve(cls, given: dict) -> list[str]:
         """The fabric this machine defaults to, with why, and the first of
         --seeds as the seed."""
+        if "topo" in given and "fabric" not in given:
+            given["fabric"], given["fabric_note"] = "l3", "fabric l3: the one a custom topology is tested on"
         if "fabric" not in given and not given.get("servers"):
             given["fabric"], why = default_fabric()
             given["fabric_note"] = f"default fabric {given['fabric']}: {why}"
@@ -224,6 +244,8 @@ class SweepConfig(LongFlowSettings):
             given.setdefault("driver", "socket")
             if "fabric" not in given:
                 given["fabric"], given["fabric_note"] = "l3", "fabric l3: the one that runs over servers"
+        if "matrix" in given and "workloads" in given:
+            raise ConfigError("--matrix with a workload: the matrix file is the workload")
         if given.get("seeds") and "seed" not in given:
             given["seed"] = given["seeds"][0]
         return []
@@ -268,6 +290,8 @@ class SweepConfig(LongFlowSettings):
             raise ConfigError(f"k={self.k}: the FatTree arity must be an even number within 4..{MAX_K} "
                               f"(k={MAX_K} has {MAX_K ** 3 // 4} hosts)")
         self.check_settings()
+        if self.topo is not None:
+            self.check_custom()
         check_subflow_counts(self.subflows)
         check_seed_list(self.seeds, self.seed)
         if self.schedule_interval_s is not None and self.fabric != "openflow-reactive":
@@ -290,11 +314,43 @@ class SweepConfig(LongFlowSettings):
                 raise ConfigError(f"--ssh-config {shown} without --servers: it configures ssh to the servers")
             if not os.path.isfile(self.ssh_config):
                 raise ConfigError(f"--ssh-config {shown}: no such file")
-        hosts = self.k ** 3 // 4
-        for w in self.workloads:
-            if (n := flow_count(w, hosts)) > MAX_FLOWS_PER_RUN:
-                raise ConfigError(f"{w} on FatTree({self.k}) has {n} flows; a run is capped at "
+        known = self.custom_hosts() if self.topo is not None else FatTreeShape(self.k).hosts()
+        if self.matrix is not None:
+            flows = read_matrix(self.matrix, known)
+            if flows[0].start_s is not None:
+                raise ConfigError(f"--matrix {clipped(self.matrix)}: the sweep runs long-lived flows "
+                                  "(src,dst rows); finite flows (start_s,bytes) are not run yet")
+            if len(flows) > MAX_FLOWS_PER_RUN:
+                raise ConfigError(f"--matrix {clipped(self.matrix)}: {len(flows)} flows; a run is "
+                                  f"capped at {MAX_FLOWS_PER_RUN}")
+            return
+        for w in self.workloads if known is not None else ():
+            if (n := flow_count(w, len(known))) > MAX_FLOWS_PER_RUN:
+                raise ConfigError(f"{w} on {self.shape_name} has {n} flows; a run is capped at "
                                   f"{MAX_FLOWS_PER_RUN} (use a smaller k)")
+
+    @property
+    def shape_name(self) -> str:
+        return f"--topo {clipped(self.topo)}" if self.topo is not None else f"FatTree({self.k})"
+
+    def custom_hosts(self) -> list[str] | None:
+        """The --topo's hosts, checked (dctopo/custom.py); None without
+        Mininet (a check before the set-up): the run's own check, before
+        anything is built, then reads the file."""
+        split_spec(self.topo)
+        try:
+            from dctopo.custom import load
+        except ImportError:
+            return None
+        return load(self.topo, self.link).hosts(sort=True)
+
+    def check_custom(self) -> None:
+        """What --topo does not go with."""
+        if self.servers:
+            raise ConfigError("--topo with --servers: a network over servers is spread by FatTree pods")
+        if self.fabric not in ("l3", "model"):
+            raise ConfigError(f"--topo with --fabric {self.fabric}: a custom topology runs on "
+                              "--fabric l3 or model")
 
     fabric_options = RunConfig.fabric_options      # the same fields by the same names
 
@@ -318,8 +374,14 @@ class SweepConfig(LongFlowSettings):
                           fabric_note=self.fabric_note, cc_note=self.cc_note, driver=self.driver,
                           schedule_interval_s=self.schedule_interval_s, seeds=self.seeds,
                           notsent_lowat=self.notsent_lowat, wmem_max=self.wmem_max,
-                          host_nic=self.host_nic, sim_acks=self.sim_acks, random_drop=self.random_drop)
-                for s in self.seed_list for w in self.workloads for n in self.subflows]
+                          host_nic=self.host_nic, sim_acks=self.sim_acks, random_drop=self.random_drop,
+                          topo=self.topo or "", matrix_file=self.matrix or "")
+                for s in self.seed_list for w in self.run_workloads for n in self.subflows]
+
+    @property
+    def run_workloads(self) -> tuple[str, ...]:
+        """With --matrix, its one workload, "matrix"."""
+        return ("matrix",) if self.matrix is not None else self.workloads
 
     def points(self) -> list[RunConfig]:
         return self.runs()
