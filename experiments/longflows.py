@@ -141,7 +141,7 @@ def still_rising(rise_pct: float | None) -> bool:
 # floor (the caller's: every subflow up, the fixed warm-up), at the latest
 # at the cap. The window is
 # 5 s at 10 Mb/s, times 10/bw within 5..60 s (at 0.5 Mb/s FatTree(8)'s
-# MPTCP-8 rises for minutes: docs/experiments/fattree.md).
+# MPTCP-8 rises for minutes: docs/notebook.md, the FatTree(8) diagnosis).
 LEVEL_TOLERANCE_PCT = 5.0
 LEVEL_WINDOW_S_AT_10MBPS, LEVEL_WINDOW_MIN_S, LEVEL_WINDOW_MAX_S = 5, 5, 60
 

@@ -23,7 +23,7 @@ ENGINE_BUDGET_PCT = 75.0
 # FatTree(8)'s MPTCP-8 costs more per Gbit-hop than the calibration's
 # FatTree(4): one_to_one at 1.5 Mb/s took at least 1.55 core-s per Gbit-hop
 # demanded (it saturated 2 cores: a floor) against 1.15 on the same machine,
-# 1.35 times (docs/experiments/fattree.md). A FatTree not run here is
+# 1.35 times (docs/notebook.md, the FatTree(8) diagnosis). A FatTree not run here is
 # predicted with the calibration's cost times (hosts / 16) ** ARITY_EXPONENT,
 # which is that 1.35 at 128 hosts.
 CALIBRATION_HOSTS = 16
