@@ -20,6 +20,9 @@ it; MPTCP's subflows alternate over the levels, so on BCube they use the
 host's several interfaces and BCube's parallel paths, and within a level (or
 on FatTree and VL2) differ by source port only (experiments/racknet.py).
 
+With --topo FILE.py:NAME a user's topology (dctopo/custom.py) runs beside
+them as NAME.
+
 Results: results/topologies/<topology>/permutation/flows<N>/run.json, one
 network per topology, built once for all its subflow counts.
 """
@@ -57,7 +60,7 @@ def describe_topology(topo: DCTopo) -> str:
                 f"links above the ToRs at {VL2_UPPER_FACTOR:g}x")
     if isinstance(topo, BCube):
         return f"BCube({topo.n},{topo.k}), {topo.levels} interfaces per host"
-    return type(topo).__name__
+    return getattr(topo, "name", type(topo).__name__)
 
 
 class TopologiesExperiment(RackExperiment):
@@ -67,6 +70,9 @@ class TopologiesExperiment(RackExperiment):
         return p.topology
 
     def topology(self, topology: str):
+        if topology == self.cfg.custom:     # --topo FILE.py:NAME (dctopo/custom.py)
+            from dctopo.custom import load
+            return load(self.cfg.topo, self.cfg.link)
         return build(topology, self.cfg.link)
 
     def prepare(self, net: RackNetwork) -> None:

@@ -57,15 +57,20 @@ def load(results: Path) -> dict[str, dict[str, list[Point]]]:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             note(f"skipped {path}: {exc}")
             continue
-        if topology in STYLE:
-            out.setdefault(path.relative_to(results).parts[0], {}).setdefault(topology, []).append(point)
-    return {top: {t: sorted(by[t], key=lambda p: p.x) for t in STYLE if t in by}
+        out.setdefault(path.relative_to(results).parts[0], {}).setdefault(topology, []).append(point)
+    return {top: {t: sorted(by[t], key=lambda p: p.x) for t in [*STYLE, *sorted(set(by) - set(STYLE))]
+                  if t in by}
             for top, by in sorted(out.items())}
+
+
+def style(topology: str) -> tuple[str, str, str]:
+    """(label, colour, marker); a --topo's own by its NAME, in grey."""
+    return STYLE.get(topology, (topology, "#7f7f7f", "D"))
 
 
 def _label(topology: str, points: list[Point]) -> str:
     r = points[0].record
-    return f"{STYLE[topology][0]}: {r['config'].get('network', topology)}, {r.get('hosts')} hosts"
+    return f"{style(topology)[0]}: {r['config'].get('network', topology)}, {r.get('hosts')} hosts"
 
 
 def _subtitle(data: dict[str, list[Point]]) -> str:
@@ -79,7 +84,7 @@ def draw_subflows(data: dict[str, list[Point]], out: Path) -> Drawn:
     fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
     flagged, shown = [], {}
     for topology, pts in data.items():
-        name, color, marker = STYLE[topology]
+        name, color, marker = style(topology)
         ax.plot([p.x for p in pts], [p.mean for p in pts], color=color, marker=marker, ms=6,
                 linewidth=1.5, label=_label(topology, pts) + " (mean)", zorder=3)
         ax.plot([p.x for p in pts], [p.p10 for p in pts], color=color, linestyle=":",
@@ -118,7 +123,7 @@ def draw_rank(data: dict[str, list[Point]], out: Path) -> Drawn:
                     label=label + ("" if p.valid else " (INVALID)"))
             shown[f"{topology}:{p.x}"] = [round(y, 2) for y in ys]
             if not p.valid:
-                flagged.append(f"{STYLE[topology][0]} {label}: {', '.join(p.flags)}")
+                flagged.append(f"{style(topology)[0]} {label}: {', '.join(p.flags)}")
         ax.axhline(100, color="#999999", linestyle="--", linewidth=0.8)
         ax.set_title(_label(topology, pts), fontsize=8)
         ax.set_xlabel("flows, ranked")
@@ -168,6 +173,6 @@ def _table(top: str, data: dict[str, list[Point]]) -> list[str]:
             share = "–"
             if tcp and most.mean > tcp.mean and p is not tcp:
                 share = f"{100 * (p.mean - tcp.mean) / (most.mean - tcp.mean):.0f} % of MPTCP-{most.x}'s"
-            lines.append(f"| {STYLE[topology][0]} | {'TCP' if p.x == 1 else p.x} | "
+            lines.append(f"| {style(topology)[0]} | {'TCP' if p.x == 1 else p.x} | "
                          f"{p.mean:.1f}{'' if p.valid else ' !'} | {p.p10:.1f} | {share} |")
     return lines + [""]

@@ -322,7 +322,7 @@ def capacity_line(row: catalogue.Row, cfg) -> str:
     if not plan.guarded(cfg) and not hasattr(cfg, "sweep_config"):
         return ("capacity: not judged: the guard does not model this experiment's demand yet; "
                 "each run's cpu_saturated flag says whether the CPU kept up")
-    if getattr(cfg, "topo", None):
+    if row.name == "fattree" and getattr(cfg, "topo", None):
         return ("capacity: not judged for a custom topology (--topo): the guard is calibrated on "
                 "FatTree runs; each run's cpu_saturated flag says whether the CPU kept up")
     fabric = getattr(cfg, "fabric", "l3")

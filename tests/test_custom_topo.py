@@ -184,3 +184,17 @@ def test_the_example_runs_tcp_against_mptcp4(tmp_path, no_leftovers, guard_calib
                              timeout=300, cwd=ROOT)
     assert plotted.returncode == 0, plotted.stderr[-2000:]
     assert (tmp_path / "plots" / "leafspine-matrix-throughput.png").stat().st_size > 10_000
+
+
+@needs_root
+def test_topologies_runs_a_custom_topology_beside_fattree(tmp_path, no_leftovers, guard_calibration):
+    done = subprocess.run([SCRIPT, "topologies", "--topologies", "fattree", "--topo", EXAMPLE,
+                           "--subflows", "4", "--time", "5", "--warmup", "5", "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rec = json.loads((tmp_path / "topologies" / "leafspine" / "permutation" / "flows4" / "run.json").read_text())
+    assert rec["config"]["topology"] == "leafspine" and rec["config"]["network"] == "leafspine"
+    assert len(rec["flows"]) == 16 and all(f["goodput_mbps"] > 0 for f in rec["flows"]), rec["flows"]
+    assert (tmp_path / "topologies" / "fattree" / "permutation" / "flows4" / "run.json").exists()
+    rank = tmp_path / "plots" / "topologies-rank.png"
+    assert rank.stat().st_size > 10_000, done.stdout[-1000:]
