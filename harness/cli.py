@@ -182,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     from experiments.runner import SweepError
     from base.ssh import SshError
     from experiments.inside import HoldEnded, Inside
-    inside = Inside(cli=args.cli, hold=args.hold, pcap=inside_options.pcap_hosts(args.pcap))
+    inside = Inside(cli=args.cli, hold=args.hold,
+                    pcap=inside_options.pcap_hosts(args.pcap, bool(getattr(cfg, "topo", None))))
     _terminate_gracefully_on(signal.SIGTERM, signal.SIGHUP)
     try:
         for note in machine_notes + _notes(cfg, args):

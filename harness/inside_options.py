@@ -10,9 +10,12 @@ import re
 from base.errors import ConfigError
 from dctopo.fattree_shape import FatTreeShape
 
-# Every topology names its hosts h and their numbers (h0_0_0, h1, h0_1); `all`
-# also takes the cross-traffic hosts of the path topologies (x1, x2).
+# Every topology of the catalogue names its hosts h and their numbers (h0_0_0,
+# h1, h0_1); `all` also takes the cross-traffic hosts of the path topologies
+# (x1, x2). A topology of the user's own (--topo) names them as it likes:
+# the runner checks those names against it, before it is built.
 HOST_NAME = re.compile(r"^h[0-9]+(_[0-9]+)*$")
+ANY_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 
 
 def add_inside_options(p: argparse.ArgumentParser) -> None:
@@ -32,14 +35,15 @@ def add_inside_options(p: argparse.ArgumentParser) -> None:
                         "flagged packet_capture")
 
 
-def pcap_hosts(text: str | None) -> tuple[str, ...] | None:
-    """("all",), the hosts named, or None; ConfigError for an empty list."""
+def pcap_hosts(text: str | None, own_topology: bool = False) -> tuple[str, ...] | None:
+    """("all",), the hosts named, or None; ConfigError for an empty list.
+    `own_topology`: a --topo's host names may be any names."""
     if text is None:
         return None
     hosts = tuple(h.strip() for h in text.split(","))
     if not text.strip() or not all(hosts):
         raise ConfigError(f"--pcap {text!r}: name hosts, e.g. --pcap h0_0_0,h0_0_1, or --pcap all")
-    bad = [h for h in hosts if h != "all" and not HOST_NAME.match(h)]
+    bad = [h for h in hosts if h != "all" and not (ANY_NAME if own_topology else HOST_NAME).match(h)]
     if bad:
         raise ConfigError(f"--pcap: {bad[0]!r} is not a host's name (h and its numbers, "
                           "e.g. h0_0_0), nor all")
@@ -54,8 +58,9 @@ def check(name: str, machine: bool, cfg, args) -> None:
         return
     if not machine:
         raise ConfigError(f"{asked[0]}: {name} computes without a network; there is nothing to look inside")
-    hosts = pcap_hosts(args.pcap)
-    if hosts and hosts != ("all",) and name == "fattree":
+    own_topology = bool(getattr(cfg, "topo", None))
+    hosts = pcap_hosts(args.pcap, own_topology)
+    if hosts and hosts != ("all",) and name == "fattree" and not own_topology:
         known = FatTreeShape(cfg.k).hosts()
         missing = [h for h in hosts if h not in known]
         if missing:
