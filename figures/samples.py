@@ -151,7 +151,8 @@ def read_ports(run: Run) -> list[Port]:
         idx = np.asarray(idx)[np.argsort(t[idx], kind="stable")]
         ports.append(Port(node, intf, int(m["port"]), t[idx], tx[idx], backlog[idx]))
     if not ports:
-        raise SampleError("ports.csv names no switch interface <node>-eth<port>")
+        raise SampleError("ports.csv names no FatTree switch interface (e.., a.., c..-eth<port>): "
+                          "these figures are drawn by FatTree tier")
     return ports
 
 
