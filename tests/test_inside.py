@@ -278,7 +278,8 @@ def test_pcap_captures_mptcp_options_and_flags_the_run(registry, tmp_path):
 ])
 def test_pcap_of_a_host_the_topology_lacks_is_refused_before_building(registry, tmp_path, topology):
     with nothing_left_behind():
-        done = subprocess.run([SCRIPT, "4", *topology, "--pcap", "h9", "--results", str(tmp_path / "r")],
+        done = subprocess.run([SCRIPT, "4", *topology, "--pcap", "h9", "--cc", "reno",
+                               "--results", str(tmp_path / "r")],
                               capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no host h9" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "built" not in done.stdout
