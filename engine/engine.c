@@ -11,7 +11,8 @@
  * Deliveries are written on this thread, or with --writers N on N threads of
  * their own (writers.h says why). --noise-us X makes every delivery up to X
  * us later, in order (a test of how much lateness the results bear); --boost N
- * runs it at nice -N, ahead of the hosts' processes. "ready" on
+ * runs it at nice -N, ahead of the hosts' processes; --cpu N keeps its loop on
+ * CPU N-1 (the fabric then steers the hosts' receive work to the others). "ready" on
  * stdout once every TAP exists and the control socket listens. The control
  * socket (mode 0600) takes one command a line and answers one line:
  *   counters                 JSON: every port's counters, lateness, taps, CPU
@@ -47,6 +48,7 @@
 #define FRAME_MAX 1536
 #define MAX_CLIENTS 8
 #define MAX_WRITERS 8
+#define DRAIN_SLICE 16                 /* frames read from one TAP between the model's due events */
 #define TAG_TAP 0u
 #define TAG_LISTEN 1u
 #define TAG_SIGNAL 2u
@@ -120,10 +122,17 @@ static void deliver(void *ctx, struct model *m, int32_t port, uint32_t pkt, ns_t
     model_free(m, pkt);
 }
 
-/* Every frame waiting on one TAP, into the model at `now`. */
+/* Every frame waiting on one TAP, into the model at the time it is read. A
+ * burst (a host without TCP Small Queues can send a thousand frames at once)
+ * is read in slices, the model's due events handled between them, so that
+ * reading does not hold deliveries back. */
 static void drain_tap(struct engine *e, int32_t port, ns_t now)
 {
-    for (;;) {
+    for (uint32_t n = 1;; n++) {
+        if (n % DRAIN_SLICE == 0) {
+            now = now_ns();
+            model_advance(&e->m, now);
+        }
         uint32_t pkt = model_alloc(&e->m);
         uint8_t scratch[FRAME_MAX];
         uint8_t *buf = pkt == NO_PKT ? scratch : e->frames + (size_t)pkt * FRAME_MAX;
@@ -198,6 +207,10 @@ static void write_counters(struct engine *e, FILE *out)
             (unsigned long long)lateness_percentile_us(&all, 0.999), (double)all.max_ns / 1000.0,
             (unsigned long long)all.over);
     free(all.bucket);
+    fprintf(out, ", \"saturated_s\": [%llu", (unsigned long long)e->sink.duty.saturated);
+    for (uint32_t i = 0; i < e->nwriters; i++)
+        fprintf(out, ", %llu", (unsigned long long)e->writers[i].sink.duty.saturated);
+    fprintf(out, "], \"seconds\": %llu", (unsigned long long)e->sink.duty.seconds);
     fprintf(out, ", \"taps\": {\"read\": %llu, \"written\": %llu, \"write_errors\": %llu, \"not_ipv4\": %llu, "
             "\"oversize\": %llu}, \"writers\": %u",
             (unsigned long long)e->tap_read, (unsigned long long)written, (unsigned long long)errors,
@@ -210,6 +223,7 @@ static void write_counters(struct engine *e, FILE *out)
 static void reset_counters(struct engine *e)
 {
     lateness_clear(&e->sink.late);
+    memset(&e->sink.duty, 0, sizeof e->sink.duty);
     for (uint32_t i = 0; i < e->nwriters; i++)
         atomic_fetch_add(&e->writers[i].reset_gen, 1);
 }
@@ -326,19 +340,20 @@ int main(int argc, char **argv)
 {
     static struct engine e;
     int argi = 1;
-    unsigned long long writers = 0, slack_us = 0, spin_us = 0, noise_us = 0, boost = 0;
+    unsigned long long writers = 0, slack_us = 0, spin_us = 0, noise_us = 0, boost = 0, cpu = 0;
     for (; argi + 1 < argc && !strncmp(argv[argi], "--", 2); argi += 2) {
         unsigned long long *v = !strcmp(argv[argi], "--writers") ? &writers
                               : !strcmp(argv[argi], "--slack-us") ? &slack_us
                               : !strcmp(argv[argi], "--spin-us") ? &spin_us
                               : !strcmp(argv[argi], "--noise-us") ? &noise_us
-                              : !strcmp(argv[argi], "--boost") ? &boost : NULL;
+                              : !strcmp(argv[argi], "--boost") ? &boost
+                              : !strcmp(argv[argi], "--cpu") ? &cpu : NULL;
         char *end;
         if (!v || (*v = strtoull(argv[argi + 1], &end, 10), *end) || writers > MAX_WRITERS)
             argi = argc;
     }
     if (argc - argi != 3) {
-        fprintf(stderr, "usage: fabric-engine [--writers 0..%d] [--slack-us N] [--spin-us N] [--noise-us N] [--boost N] "
+        fprintf(stderr, "usage: fabric-engine [--writers 0..%d] [--slack-us N] [--spin-us N] [--noise-us N] [--boost N] [--cpu N] "
                 "SPEC CONTROL_SOCKET STATS_FILE\n", MAX_WRITERS);
         return 2;
     }
@@ -347,6 +362,13 @@ int main(int argc, char **argv)
     prctl(PR_SET_TIMERSLACK, e.slack_ns ? (unsigned long)e.slack_ns : 1UL, 0, 0, 0);
     if (boost && setpriority(PRIO_PROCESS, 0, -(int)(boost > 19 ? 19 : boost)))
         die("setpriority (--boost)");
+    if (cpu) {                            /* --cpu N: on CPU N-1 only (0: anywhere) */
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET((int)cpu - 1, &set);
+        if (sched_setaffinity(0, sizeof set, &set))
+            die("sched_setaffinity (--cpu)");
+    }
     signal(SIGPIPE, SIG_IGN);             /* a control client gone before its answer: not our end */
     char err[256];
     if (spec_load(argv[argi], &e.m, &e.s, err, sizeof err)) {
@@ -412,14 +434,19 @@ int main(int argc, char **argv)
             wait.tv_nsec = (long)(d % 1000000000u);
             waitp = &wait;
         }
+        ns_t waited = now_ns();
         int n = epoll_pwait2(e.epfd, evs, 256, waitp, NULL);
         if (n < 0 && errno != EINTR)
             die("epoll_pwait2");
         now = now_ns();
+        duty_idle(&e.sink.duty, waited, now);
+        duty_tick(&e.sink.duty, now);
         model_advance(&e.m, now);                /* what was due comes before what is read now */
         for (int i = 0; i < n; i++) {
             uint32_t tag = (uint32_t)(evs[i].data.u64 >> 32), idx = (uint32_t)evs[i].data.u64;
             if (tag == TAG_TAP) {
+                now = now_ns();
+                model_advance(&e.m, now);
                 drain_tap(&e, (int32_t)idx, now);
             } else if (tag == TAG_CLIENT) {
                 client_readable(&e, idx);

@@ -68,6 +68,29 @@ uint64_t lateness_percentile_us(const struct lateness *l, double q)
     return LATE_BUCKETS;
 }
 
+#define DUTY_SLOT_NS 1000000000ull
+#define SATURATED_IDLE_SHARE 20        /* idle under 1/20 of a second: saturated */
+
+void duty_tick(struct duty *d, ns_t now)
+{
+    if (!d->slot_start) {
+        d->slot_start = now;
+        return;
+    }
+    if (now - d->slot_start < DUTY_SLOT_NS)
+        return;
+    d->seconds++;
+    if (d->idle_ns * SATURATED_IDLE_SHARE < now - d->slot_start)
+        d->saturated++;
+    d->slot_start = now;
+    d->idle_ns = 0;
+}
+
+void duty_idle(struct duty *d, ns_t from, ns_t to)
+{
+    d->idle_ns += to - from;
+}
+
 void write_frame(struct sink *sink, int fd, const uint8_t *frame, uint32_t len, ns_t t)
 {
     ssize_t n = write(fd, frame, len);
@@ -86,8 +109,10 @@ static void *writer_main(void *arg)
         uint32_t gen = atomic_load_explicit(&w->reset_gen, memory_order_acquire);
         if (gen != w->seen_gen) {
             lateness_clear(&w->sink.late);
+            memset(&w->sink.duty, 0, sizeof w->sink.duty);
             w->seen_gen = gen;
         }
+        duty_tick(&w->sink.duty, now_ns());
         uint32_t head = atomic_load_explicit(&w->head, memory_order_relaxed);
         uint32_t tail = atomic_load_explicit(&w->tail, memory_order_acquire);
         if (head != tail) {
@@ -107,8 +132,10 @@ static void *writer_main(void *arg)
             continue;
         }
         uint64_t v;
+        ns_t slept = now_ns();
         if (read(w->efd, &v, sizeof v) < 0 && errno != EINTR && errno != EAGAIN)
             return NULL;
+        duty_idle(&w->sink.duty, slept, now_ns());
         atomic_store(&w->sleeping, 0);
     }
 }

@@ -23,8 +23,18 @@ void lateness_clear(struct lateness *l);
 void lateness_merge(struct lateness *into, const struct lateness *from);
 uint64_t lateness_percentile_us(const struct lateness *l, double q);
 
+/* A thread's duty cycle, second by second: a second in which it waited for
+ * work less than 5 % of the time is a saturated one (its time ran late). */
+struct duty {
+    ns_t slot_start, idle_ns;
+    uint64_t seconds, saturated;
+};
+void duty_idle(struct duty *d, ns_t from, ns_t to);
+void duty_tick(struct duty *d, ns_t now);
+
 struct sink {                          /* what one writing thread counts */
     struct lateness late;
+    struct duty duty;
     uint64_t written, errors;
 };
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -42,7 +43,7 @@ CONTROL_TIMEOUT_S = 30.0     # an engine far behind answers late, but answers
 HOST_TXQUEUELEN = 1000     # the TAP's ring, and the modelled NIC's FIFO ("model")
 HOST_NICS = ("htb", "model")
 ACK_MODES = ("data", "lane", "sim")
-ENGINE_OPTIONS = {"writers": 0, "slack-us": 0, "spin-us": 0, "noise-us": 0, "boost": 0}
+ENGINE_OPTIONS = {"writers": 0, "slack-us": 0, "spin-us": 0, "noise-us": 0, "boost": 0, "cpu": 0}
 # Frames the engine can hold at once: its queues' sum, within these bounds.
 POOL_MIN, POOL_MAX = 16384, 131072
 
@@ -143,6 +144,25 @@ class ModelFabric(L3Fabric):
         return [*_batch("ip", lines), *super().host_script(host)]
 
     def link_script(self, node: str) -> list[str]:
+        return [*self.steering(node), *self.host_shaping(node)]
+
+    def steering(self, node: str) -> list[str]:
+        """With the engine on one CPU (its --cpu), each host's receive work
+        on the others (RPS): a TAP write then hands the frame to another
+        core's backlog instead of running the host's stack in the engine's
+        call. Written in a mount namespace of its own, where sysfs shows this
+        network namespace's devices."""
+        cpu = int(self.engine_options.get("cpu", 0))
+        others = ((1 << (os.cpu_count() or 1)) - 1) & ~(1 << (cpu - 1)) if cpu else 0
+        if not others:
+            return []
+        writes = " && ".join(f"echo {others:x} > $d/class/net/{i.name}/queues/rx-0/rps_cpus"
+                             for i in self.topo.interfaces(node))
+        # A fresh mount point: another sysfs may already sit on /sys.
+        return ["d=$(mktemp -d)", f"unshare -m --propagation private sh -c \"mount -t sysfs none $d && {writes}\"",
+                'rmdir "$d"']
+
+    def host_shaping(self, node: str) -> list[str]:
         if self.host_nic == "model":
             return []
         return _batch("tc", [line for intf in self.topo.interfaces(node) for line in links.tc_batch(
@@ -278,13 +298,23 @@ class ModelFabric(L3Fabric):
             "cpu_s": cpu, "core_pct": round(100 * core, 1),
             "us_per_frame": round(1e6 * (cpu["user_s"] + cpu["system_s"]) / delivered, 2) if delivered else None,
             "pool_exhausted": after["model"]["pool_exhausted"] - b["model"]["pool_exhausted"],
+            "seconds": after["seconds"], "saturated_s": after["saturated_s"],
         }
         flags = []
         if summary["tap_tx_dropped"] or summary["pool_exhausted"]:
             flags.append("engine_dropped")      # frames lost outside the model's queues
-        if core > ENGINE_SATURATED:
+        if core > ENGINE_SATURATED or max(after["saturated_s"]) > SATURATED_SHARE * max(1, after["seconds"]):
             flags.append("engine_saturated")
+        if after["lateness"]["p99_us"] > self.late_bound_us():
+            flags.append("engine_late")
         return summary, flags
+
+    def late_bound_us(self) -> float:
+        """The lateness a delivery may have: a full frame's time at the link
+        rate, within which a late delivery cannot pass a queue slot. A bound
+        from the settings until bench/engine_trust.py measures what the
+        results bear (docs/fabrics.md)."""
+        return self.frame_bytes * 8 / self.link.bw_mbps
 
     def tap_drops(self) -> dict[str, int]:
         """Each host TAP's tx_dropped: frames its ring had no room for."""
@@ -301,9 +331,12 @@ class ModelFabric(L3Fabric):
         return out
 
 
-# The engine's thread busier than this share of a core over a run: its time
-# ran late, whatever the lateness says (it cannot know of frames unread).
+# The engine busier than this share of a core over a run, or one of its
+# threads saturated (waiting for work under 5 % of a second, engine/writers.c)
+# in more than this share of the run's seconds: its time ran late, whatever
+# the lateness says (it cannot know of frames it has not read).
 ENGINE_SATURATED = 0.9
+SATURATED_SHARE = 0.1
 
 
 class EnginePortMonitor(PortMonitor):
