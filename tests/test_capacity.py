@@ -60,7 +60,7 @@ def test_the_model_fabrics_engine_is_judged_apart_from_the_machine():
     assert verdict.engine_pct == pytest.approx(96.0)
     assert "engine's thread about 96 % of one core" in verdict.reason()
     slower = capacity.judge(SweepConfig(k=4, fabric="model", link=LinkParams(bw_mbps=verdict.suggested_bw_mbps)), cal)
-    assert slower.fits and verdict.suggested_bw_mbps == 6
+    assert slower.fits and verdict.suggested_bw_mbps == 8
 
 
 def test_guard_refuses_with_a_rate_that_then_fits():
