@@ -184,9 +184,10 @@ static void write_counters(struct engine *e, FILE *out)
         fputc('}', out);
     }
     const struct model_stats *s = &e->m.s;
-    fprintf(out, "], \"model\": {\"injected\": %llu, \"delivered\": %llu, \"no_route\": %llu, "
+    fprintf(out, "], \"model\": {\"injected\": %llu, \"delivered\": %llu, \"delivered_bytes\": %llu, \"no_route\": %llu, "
             "\"pool_exhausted\": %llu, \"misdelivered\": %llu, \"acks_bypassed\": %llu, \"in_flight\": %u}",
-            (unsigned long long)s->injected, (unsigned long long)s->delivered, (unsigned long long)s->no_route,
+            (unsigned long long)s->injected, (unsigned long long)s->delivered,
+            (unsigned long long)s->delivered_bytes, (unsigned long long)s->no_route,
             (unsigned long long)s->pool_exhausted, (unsigned long long)s->misdelivered,
             (unsigned long long)s->acks_bypassed, e->m.in_use);
     struct lateness all;                  /* every thread's, merged (a writer's may be a write behind) */

@@ -347,6 +347,7 @@ static void arrive(struct model *m, int32_t at, uint32_t pkt, ns_t t)
         }
         if ((uint32_t)at == m->dest_port[p->dst]) {
             m->s.delivered++;
+            m->s.delivered_bytes += p->len;
             m->deliver(m->deliver_ctx, m, at, pkt, t);
         } else {
             m->s.misdelivered++;

@@ -70,7 +70,7 @@ struct event {
 enum { EV_DEPART = 0, EV_ARRIVE = 1 };
 
 struct model_stats {                     /* what the model itself counts, besides ports */
-    uint64_t injected, delivered, no_route, pool_exhausted, misdelivered, acks_bypassed;
+    uint64_t injected, delivered, delivered_bytes, no_route, pool_exhausted, misdelivered, acks_bypassed;
 };
 
 struct model;

@@ -286,6 +286,7 @@ class ModelFabric(L3Fabric):
                        if (p["intf"] in host) == hosts)
         cpu = {k: round(after["cpu"][k] - b["cpu"][k], 3) for k in ("user_s", "system_s")}
         delivered = after["model"]["delivered"] - b["model"]["delivered"]
+        gbit = (after["model"]["delivered_bytes"] - b["model"]["delivered_bytes"]) * 8 / 1e9
         core = (cpu["user_s"] + cpu["system_s"]) / wall if wall > 0 else 0.0
         summary = {
             "host_nic": self.host_nic, "acks": self.acks, "random_drop": self.random_drop,
@@ -297,6 +298,8 @@ class ModelFabric(L3Fabric):
             "lateness_us": after["lateness"],
             "cpu_s": cpu, "core_pct": round(100 * core, 1),
             "us_per_frame": round(1e6 * (cpu["user_s"] + cpu["system_s"]) / delivered, 2) if delivered else None,
+            "delivered_gbit": round(gbit, 4),
+            "core_s_per_gbit": round((cpu["user_s"] + cpu["system_s"]) / gbit, 3) if gbit else None,
             "pool_exhausted": after["model"]["pool_exhausted"] - b["model"]["pool_exhausted"],
             "seconds": after["seconds"], "saturated_s": after["saturated_s"],
         }

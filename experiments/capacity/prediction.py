@@ -188,7 +188,7 @@ def judge(cfg: SweepConfig, cal: Calibration, budget_pct: float = CPU_BUDGET_PCT
 
 def with_engine(verdict: Verdict, engine_pct_per_mbps: float) -> Verdict:
     """The model fabric's verdict with its engine's thread judged too: the
-    engine's core-s per Gbit delivered (its calibration's) times the Gbit/s
+    engine's core-s per Gbit demanded (its calibration's) times the Gbit/s
     the sweep demands, against ENGINE_BUDGET_PCT of one core."""
     pct = 100.0 * engine_pct_per_mbps * verdict.bw_mbps
     suggested = verdict.suggested_bw_mbps
