@@ -13,7 +13,7 @@ from dataclasses import dataclass
 # two in step (openssh-server is its --dev list's). mptcpd-plugins is listed because mmdebstrap skips Recommends.
 BOOTSTRAP_PACKAGES = (
     "mininet", "openvswitch-switch", "iperf3", "mptcpd", "ethtool", "iproute2",
-    "procps", "iptables", "iputils-ping", "python3", "python3-venv",
+    "procps", "iptables", "iputils-ping", "tcpdump", "python3", "python3-venv",
     "clang", "llvm", "bpftool", "libbpf-dev", "libelf-dev", "zlib1g-dev",
     "make", "gcc", "libc6-dev", "openssh-client", "openssh-server",
 )
