@@ -90,13 +90,18 @@ class Fabric:
     def start(self) -> None:
         try:
             self._create_nodes()
-            self._create_links()
-            self._start_delay_line()
+            self._create_datapath()
             for name in self.built_here():
                 self._configure(name, self.node_script(name))
         except BaseException:
             self.stop()
             raise
+
+    def _create_datapath(self) -> None:
+        """What carries packets between the nodes: links and the delay line
+        (the model fabric: its engine)."""
+        self._create_links()
+        self._start_delay_line()
 
     def stop(self) -> None:
         if self.delay_line is not None:

@@ -89,14 +89,10 @@ class ModelFabric(L3Fabric):
             raise EngineError("the model fabric takes switched topologies on one machine only")
         if not ENGINE.exists():
             raise EngineError(f"{ENGINE} is missing: run ./bootstrap.sh (it builds engine/)")
-        try:
-            self._create_nodes()
-            self._start_engine()
-            for name in self.built_here():
-                self._configure(name, self.node_script(name))
-        except BaseException:
-            self.stop()
-            raise
+        super().start()
+
+    def _create_datapath(self) -> None:
+        self._start_engine()
 
     def stop(self) -> None:
         """The engine first: its TAPs keep the hosts' namespaces alive."""
